@@ -1,0 +1,171 @@
+package io.github.distlock;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.BiConsumer;
+
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockProvider;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+/**
+ * The {@link LockTemplate} on a {@link LockProvider}. Auto-configured; build one yourself only outside Spring Boot.
+ */
+public class DefaultLockTemplate implements LockTemplate {
+
+    private static final Log logger = LogFactory.getLog(DefaultLockTemplate.class);
+
+    private final LockProvider provider;
+    private final String keyPrefix;
+    private final long defaultWaitNanos;
+    private final long defaultLeaseNanos;
+    private final LockListener[] listeners;
+
+    /**
+     * @param provider the backend
+     * @param keyPrefix prepended to every key
+     * @param defaultWait the wait when a call gives none
+     * @param defaultLease the lease when a call gives none; {@code null} or zero for watchdog renewal
+     * @param listeners observers of every lock, in order
+     */
+    public DefaultLockTemplate(LockProvider provider, String keyPrefix, Duration defaultWait, Duration defaultLease,
+            List<? extends LockListener> listeners) {
+        this.provider = Objects.requireNonNull(provider, "provider");
+        this.keyPrefix = (keyPrefix != null) ? keyPrefix : "";
+        LockOptions defaults = new LockOptions(Objects.requireNonNull(defaultWait, "defaultWait"), defaultLease, false);
+        this.defaultWaitNanos = defaults.waitTime().toNanos();
+        this.defaultLeaseNanos = (defaultLease != null) ? defaultLease.toNanos() : 0;
+        this.listeners = listeners.toArray(LockListener[]::new);
+    }
+
+    @Override
+    public <T, E extends Throwable> T execute(String key, LockOptions options, LockCallback<T, E> callback) throws E {
+        String fullKey = fullKey(key);
+        long waitNanos = waitNanos(options);
+        long start = System.nanoTime();
+        LockHandle handle = acquire(fullKey, waitNanos, leaseNanos(options), options.fenced(), start);
+        if (handle == null) {
+            throw new LockAcquisitionException(fullKey, Duration.ofNanos(waitNanos), null);
+        }
+        return runAndRelease(fullKey, handle, options.fenced(), callback);
+    }
+
+    @Override
+    public <T, E extends Throwable> LockResult<T> tryExecute(String key, LockOptions options, LockCallback<T, E> callback)
+            throws E {
+        String fullKey = fullKey(key);
+        long start = System.nanoTime();
+        LockHandle handle = acquire(fullKey, waitNanos(options), leaseNanos(options), options.fenced(), start);
+        if (handle == null) {
+            return LockResult.notAcquired();
+        }
+        return LockResult.of(runAndRelease(fullKey, handle, options.fenced(), callback));
+    }
+
+    @Override
+    public String fullKey(String key) {
+        if (key == null || key.isBlank()) {
+            throw new IllegalArgumentException("Lock key must not be null or blank, was " + (key == null ? "null" : "'" + key + "'"));
+        }
+        return keyPrefix.concat(key);
+    }
+
+    /** Returns the handle, or {@code null} when another holder kept the lock for the whole wait. */
+    private LockHandle acquire(String fullKey, long waitNanos, long leaseNanos, boolean fenced, long start) {
+        LockHandle handle;
+        try {
+            handle = provider.tryAcquire(fullKey, waitNanos, leaseNanos, fenced);
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, ex);
+            throw new LockAcquisitionException(fullKey, Duration.ofNanos(waitNanos), ex);
+        }
+        catch (RuntimeException ex) {
+            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, ex);
+            throw new LockBackendException(fullKey, ex);
+        }
+        if (handle == null) {
+            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, null);
+        }
+        else {
+            notifyListeners(LockListener::onAcquired, fullKey, start, 0, null);
+        }
+        return handle;
+    }
+
+    private <T, E extends Throwable> T runAndRelease(String fullKey, LockHandle handle, boolean fenced,
+            LockCallback<T, E> callback) throws E {
+        long acquiredAt = System.nanoTime();
+        if (fenced) {
+            LockContext.push(fullKey, handle.fencingToken());
+        }
+        try {
+            return callback.doInLock();
+        }
+        finally {
+            if (fenced) {
+                LockContext.pop();
+            }
+            release(fullKey, handle, acquiredAt);
+        }
+    }
+
+    /**
+     * Never throws: the guarded code has finished, and its own result or exception is what the caller must see.
+     */
+    private void release(String fullKey, LockHandle handle, long acquiredAt) {
+        boolean released;
+        try {
+            released = handle.release();
+        }
+        catch (RuntimeException ex) {
+            logger.warn("Could not release lock '" + fullKey + "' after " + millisSince(acquiredAt)
+                    + " ms; it expires by itself within its lease or the watchdog timeout: " + ex);
+            notifyListeners(LockListener::onReleaseFailed, fullKey, acquiredAt, acquiredAt, ex);
+            return;
+        }
+        if (released) {
+            notifyListeners(LockListener::onReleased, fullKey, acquiredAt, acquiredAt, null);
+        }
+        else {
+            logger.warn("Lock '" + fullKey + "' was lost before it was released, after " + millisSince(acquiredAt)
+                    + " ms: its lease ran out or could not be renewed, so another caller may have held it meanwhile. "
+                    + "The guarded call's own result stands; use a longer lease, the watchdog, or fencing tokens.");
+            notifyListeners(LockListener::onLeaseLost, fullKey, acquiredAt, acquiredAt, null);
+        }
+    }
+
+    private void notifyListeners(BiConsumer<LockListener, LockEvent> callback, String fullKey, long waitStart,
+            long heldSince, Throwable failure) {
+        if (listeners.length == 0) {
+            return;
+        }
+        long now = System.nanoTime();
+        Duration waited = Duration.ofNanos((heldSince != 0 ? heldSince : now) - waitStart);
+        Duration held = (heldSince != 0) ? Duration.ofNanos(now - heldSince) : Duration.ZERO;
+        LockEvent event = new LockEvent(fullKey, waited, held, failure);
+        for (LockListener listener : listeners) {
+            try {
+                callback.accept(listener, event);
+            }
+            catch (RuntimeException ex) {
+                logger.warn("LockListener " + listener + " failed on lock '" + fullKey + "'; ignored", ex);
+            }
+        }
+    }
+
+    private long waitNanos(LockOptions options) {
+        return (options.waitTime() != null) ? options.waitTime().toNanos() : defaultWaitNanos;
+    }
+
+    private long leaseNanos(LockOptions options) {
+        return (options.leaseTime() != null) ? options.leaseTime().toNanos() : defaultLeaseNanos;
+    }
+
+    private static long millisSince(long nanoTime) {
+        return (System.nanoTime() - nanoTime) / 1_000_000;
+    }
+}

@@ -1,0 +1,19 @@
+package io.github.distlock;
+
+/**
+ * Base class of the exceptions distlock throws when a lock can't be had. The guarded code never ran when one is thrown.
+ */
+public abstract class DistributedLockException extends RuntimeException {
+
+    private final String key;
+
+    protected DistributedLockException(String key, String message, Throwable cause) {
+        super(message, cause);
+        this.key = key;
+    }
+
+    /** The full Redis key of the lock, prefix included. */
+    public String getKey() {
+        return key;
+    }
+}

@@ -1,0 +1,51 @@
+package io.github.distlock;
+
+import java.time.Duration;
+
+/**
+ * How one lock call waits and leases.
+ *
+ * @param waitTime how long to wait for the lock: {@link Duration#ZERO} tries once; {@code null} uses
+ * {@code distlock.wait-time}
+ * @param leaseTime a fixed lease after which the lock expires even if the code still runs; {@link #WATCHDOG} renews the
+ * lock while the holder lives; {@code null} uses {@code distlock.lease-time} (the watchdog when that is not set)
+ * @param fenced whether to take a fenced lock whose token {@link LockContext#fencingToken()} returns
+ */
+public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced) {
+
+    /** The lease value meaning "renewed by the watchdog while held". */
+    public static final Duration WATCHDOG = Duration.ZERO;
+
+    /** The configured defaults for wait and lease, not fenced. */
+    public static final LockOptions DEFAULTS = new LockOptions(null, null, false);
+
+    /** Rejects negative times. */
+    public LockOptions {
+        if (waitTime != null && waitTime.isNegative()) {
+            throw new IllegalArgumentException("waitTime must not be negative: " + waitTime);
+        }
+        if (leaseTime != null && leaseTime.isNegative()) {
+            throw new IllegalArgumentException("leaseTime must not be negative: " + leaseTime);
+        }
+    }
+
+    /** Options with the given wait and the configured lease. */
+    public static LockOptions waitFor(Duration waitTime) {
+        return new LockOptions(waitTime, null, false);
+    }
+
+    /** These options with another wait time. */
+    public LockOptions withWaitTime(Duration waitTime) {
+        return new LockOptions(waitTime, leaseTime, fenced);
+    }
+
+    /** These options with another lease time ({@link #WATCHDOG} for renewal). */
+    public LockOptions withLeaseTime(Duration leaseTime) {
+        return new LockOptions(waitTime, leaseTime, fenced);
+    }
+
+    /** These options, fenced. */
+    public LockOptions withFencing() {
+        return new LockOptions(waitTime, leaseTime, true);
+    }
+}

@@ -1,0 +1,74 @@
+package io.github.distlock.aop;
+
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.Map;
+
+import io.github.distlock.DistributedLock;
+import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanInitializationException;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.AnnotationUtils;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Checks every bean's {@link DistributedLock} methods when the bean is created, so that mistakes fail the startup
+ * instead of the first call: a key that does not parse or names a parameter the method lacks, negative times, and
+ * methods a Spring proxy cannot intercept (private, static or final: their annotation would silently do nothing).
+ * Parsing here also fills the operation cache, so the first call does no parsing.
+ */
+public class DistributedLockMethodValidator implements BeanPostProcessor {
+
+    private final ObjectProvider<LockOperationSource> operations;
+
+    /**
+     * @param operations looked up lazily: a post-processor's dependencies would otherwise be created before
+     * configuration properties can be bound
+     */
+    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations) {
+        this.operations = operations;
+    }
+
+    @Override
+    public Object postProcessBeforeInitialization(Object bean, String beanName) throws BeansException {
+        Class<?> userClass = ClassUtils.getUserClass(bean);
+        if (!AnnotationUtils.isCandidateClass(userClass, DistributedLock.class)) {
+            return bean;
+        }
+        Map<Method, DistributedLock> annotated = MethodIntrospector.selectMethods(userClass,
+                (MethodIntrospector.MetadataLookup<DistributedLock>) method ->
+                        AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class));
+        for (Method method : annotated.keySet()) {
+            String problem = unproxyable(method);
+            if (problem != null) {
+                throw new BeanInitializationException("@DistributedLock on " + LockOperation.describe(method) + " in bean '"
+                        + beanName + "' would never take a lock: the method is " + problem + ", so the Spring proxy cannot "
+                        + "intercept it. Make it public (or protected) and non-final, non-static, or use LockTemplate.");
+            }
+            try {
+                operations.getObject().getOperation(method, userClass);
+            }
+            catch (IllegalStateException ex) {
+                throw new BeanInitializationException(ex.getMessage() + " (bean '" + beanName + "')", ex);
+            }
+        }
+        return bean;
+    }
+
+    private static String unproxyable(Method method) {
+        int modifiers = method.getModifiers();
+        if (Modifier.isStatic(modifiers)) {
+            return "static";
+        }
+        if (Modifier.isPrivate(modifiers)) {
+            return "private";
+        }
+        if (Modifier.isFinal(modifiers)) {
+            return "final";
+        }
+        return null;
+    }
+}

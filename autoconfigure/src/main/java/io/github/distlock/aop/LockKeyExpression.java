@@ -1,0 +1,202 @@
+package io.github.distlock.aop;
+
+import java.lang.reflect.Method;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.springframework.expression.BeanResolver;
+import org.springframework.expression.EvaluationException;
+import org.springframework.expression.MethodResolver;
+import org.springframework.expression.PropertyAccessor;
+import org.springframework.expression.TypedValue;
+import org.springframework.expression.spel.ExpressionState;
+import org.springframework.expression.spel.SpelNode;
+import org.springframework.expression.spel.SpelParserConfiguration;
+import org.springframework.expression.spel.ast.OpPlus;
+import org.springframework.expression.spel.ast.VariableReference;
+import org.springframework.expression.spel.standard.SpelExpression;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.expression.spel.support.ReflectiveMethodResolver;
+import org.springframework.expression.spel.support.ReflectivePropertyAccessor;
+import org.springframework.expression.spel.support.StandardEvaluationContext;
+
+/**
+ * A key expression of one method, parsed once and evaluated per call.
+ *
+ * <p>A top-level {@code +} chain is split into its parts so that a part evaluating to {@code null} or blank is caught
+ * (SpEL itself would turn {@code 'order:' + null} into {@code "order:null"}, silently one lock for everybody); the
+ * parts' values are joined as text. Variables are checked against the method's parameters at parse time, which is
+ * also where a build without {@code -parameters} shows up.
+ */
+final class LockKeyExpression {
+
+    private static final SpelExpressionParser PARSER = new SpelExpressionParser();
+    private static final SpelParserConfiguration CONFIGURATION = new SpelParserConfiguration();
+
+    // shared so their reflection caches survive across calls; both are thread-safe
+    private static final List<PropertyAccessor> PROPERTY_ACCESSORS = List.of(new ReflectivePropertyAccessor());
+    private static final List<MethodResolver> METHOD_RESOLVERS = List.of(new ReflectiveMethodResolver());
+
+    private final String source;
+    private final SpelNode[] parts;
+    private final Map<String, Integer> parameterIndex;
+    private final BeanResolver beanResolver;
+
+    private LockKeyExpression(String source, SpelNode[] parts, Map<String, Integer> parameterIndex,
+            BeanResolver beanResolver) {
+        this.source = source;
+        this.parts = parts;
+        this.parameterIndex = parameterIndex;
+        this.beanResolver = beanResolver;
+    }
+
+    /**
+     * Parses {@code expression} for {@code method}.
+     *
+     * @param parameterNames the method's parameter names, or {@code null} when they are not known
+     * @throws IllegalArgumentException on a syntax error or a variable the method does not have, with a message that
+     * names neither the method (the caller adds it) nor more than the expression
+     */
+    static LockKeyExpression parse(String expression, Method method, String[] parameterNames, BeanResolver beanResolver) {
+        if (expression == null || expression.isBlank()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        SpelExpression parsed;
+        try {
+            parsed = PARSER.parseRaw(expression);
+        }
+        catch (RuntimeException ex) {
+            throw new IllegalArgumentException("key '" + expression + "' is not a valid SpEL expression: " + ex.getMessage(), ex);
+        }
+        Map<String, Integer> index = parameterIndex(method, parameterNames);
+        checkVariables(parsed.getAST(), expression, index, parameterNames);
+        return new LockKeyExpression(expression, split(parsed.getAST()), index, beanResolver);
+    }
+
+    /** The expression as written (placeholders resolved). */
+    String source() {
+        return source;
+    }
+
+    /**
+     * Evaluates the key for one call.
+     *
+     * @throws IllegalArgumentException when a part is null or blank, or evaluation fails
+     */
+    String evaluate(Method method, Object[] args, Object target, Class<?> targetClass) {
+        LockExpressionRoot root = new LockExpressionRoot(method, args, target, targetClass);
+        StandardEvaluationContext context = new ParameterEvaluationContext(root, args, parameterIndex);
+        context.setPropertyAccessors(PROPERTY_ACCESSORS);
+        context.setMethodResolvers(METHOD_RESOLVERS);
+        if (beanResolver != null) {
+            context.setBeanResolver(beanResolver);
+        }
+        ExpressionState state = new ExpressionState(context, new TypedValue(root), CONFIGURATION);
+        if (parts.length == 1) {
+            return text(parts[0], evaluate(parts[0], state));
+        }
+        StringBuilder key = new StringBuilder(64);
+        for (SpelNode part : parts) {
+            key.append(text(part, evaluate(part, state)));
+        }
+        return key.toString();
+    }
+
+    private Object evaluate(SpelNode part, ExpressionState state) {
+        try {
+            return part.getValue(state);
+        }
+        catch (EvaluationException ex) {
+            throw new IllegalArgumentException("key '" + source + "' could not be evaluated: " + ex.getMessage(), ex);
+        }
+    }
+
+    private String text(SpelNode part, Object value) {
+        String text = (value != null) ? value.toString() : null;
+        if (text == null || text.isBlank()) {
+            throw new IllegalArgumentException("key '" + source + "': part " + part.toStringAST() + " is "
+                    + (text == null ? "null" : "blank ('" + text + "')") + "; a lock on it would be shared by every such call");
+        }
+        return text;
+    }
+
+    /** The operands of a left-nested {@code a + b + c} chain, in order; the whole node otherwise. */
+    private static SpelNode[] split(SpelNode node) {
+        Deque<SpelNode> parts = new ArrayDeque<>();
+        while (node instanceof OpPlus && node.getChildCount() == 2) {
+            parts.addFirst(node.getChild(1));
+            node = node.getChild(0);
+        }
+        parts.addFirst(node);
+        return parts.toArray(SpelNode[]::new);
+    }
+
+    private static Map<String, Integer> parameterIndex(Method method, String[] parameterNames) {
+        Map<String, Integer> index = new HashMap<>();
+        for (int i = 0; i < method.getParameterCount(); i++) {
+            index.put("p" + i, i);
+            index.put("a" + i, i);
+        }
+        if (parameterNames != null) {
+            for (int i = 0; i < parameterNames.length; i++) {
+                index.put(parameterNames[i], i);
+            }
+        }
+        return Map.copyOf(index);
+    }
+
+    private static void checkVariables(SpelNode ast, String expression, Map<String, Integer> index, String[] parameterNames) {
+        Set<String> unknown = new LinkedHashSet<>();
+        Deque<SpelNode> pending = new ArrayDeque<>(List.of(ast));
+        while (!pending.isEmpty()) {
+            SpelNode node = pending.pop();
+            if (node instanceof VariableReference) {
+                String name = node.toStringAST().substring(1);
+                if (!name.equals("root") && !name.equals("this") && !index.containsKey(name)) {
+                    unknown.add("#" + name);
+                }
+            }
+            for (int i = 0; i < node.getChildCount(); i++) {
+                pending.push(node.getChild(i));
+            }
+        }
+        if (unknown.isEmpty()) {
+            return;
+        }
+        if (parameterNames == null) {
+            throw new IllegalArgumentException("key '" + expression + "' uses " + unknown + " but the method's parameter "
+                    + "names are not available: compile with -parameters (the Spring Boot parent does), or use #p0/#a0");
+        }
+        List<String> known = new ArrayList<>();
+        for (String name : parameterNames) {
+            known.add("#" + name);
+        }
+        throw new IllegalArgumentException("key '" + expression + "' uses " + unknown + ", which the method does not have; "
+                + "its parameters are " + known + " (or #p0, #a0...)");
+    }
+
+    /** Resolves parameters through an index computed at parse time instead of a map filled per call. */
+    private static final class ParameterEvaluationContext extends StandardEvaluationContext {
+
+        private final Object[] args;
+        private final Map<String, Integer> parameterIndex;
+
+        ParameterEvaluationContext(Object root, Object[] args, Map<String, Integer> parameterIndex) {
+            super(root);
+            this.args = args;
+            this.parameterIndex = parameterIndex;
+        }
+
+        @Override
+        public Object lookupVariable(String name) {
+            Integer i = parameterIndex.get(name);
+            return (i != null) ? args[i] : super.lookupVariable(name);
+        }
+    }
+}

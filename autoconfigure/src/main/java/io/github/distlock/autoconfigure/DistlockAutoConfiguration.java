@@ -1,0 +1,64 @@
+package io.github.distlock.autoconfigure;
+
+import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockListener;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.aop.DistributedLockAdvisor;
+import io.github.distlock.aop.DistributedLockInterceptor;
+import io.github.distlock.aop.DistributedLockMethodValidator;
+import io.github.distlock.aop.LockOperationSource;
+import io.github.distlock.spi.LockProvider;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.Role;
+import org.springframework.util.function.SingletonSupplier;
+
+/**
+ * {@link LockTemplate} and the {@link io.github.distlock.DistributedLock} advisor, on whichever {@link LockProvider}
+ * is there (the Redisson one by default).
+ */
+@AutoConfiguration(after = {DistlockRedissonAutoConfiguration.class, AopAutoConfiguration.class})
+@ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
+@ConditionalOnBean(LockProvider.class)
+@EnableConfigurationProperties(DistlockProperties.class)
+@Import(DistlockProxyRegistrar.class)
+public final class DistlockAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean(LockTemplate.class)
+    DefaultLockTemplate lockTemplate(LockProvider provider, DistlockProperties properties,
+            ObjectProvider<LockListener> listeners) {
+        return new DefaultLockTemplate(provider, properties.getKeyPrefix(), properties.getWaitTime(),
+                properties.getLeaseTime(), listeners.orderedStream().toList());
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static LockOperationSource distributedLockOperationSource(BeanFactory beanFactory, DistlockProperties properties) {
+        return new LockOperationSource(beanFactory, properties.getWaitTime(), properties.getLeaseTime());
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static DistributedLockAdvisor distributedLockAdvisor(ObjectProvider<LockOperationSource> operations,
+            ObjectProvider<LockTemplate> lockTemplate, ObjectProvider<DistlockProperties> properties) {
+        DistributedLockInterceptor interceptor = new DistributedLockInterceptor(operations.getObject(),
+                SingletonSupplier.of(lockTemplate::getObject));
+        return new DistributedLockAdvisor(interceptor, properties.getObject().getOrder());
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static DistributedLockMethodValidator distributedLockMethodValidator(ObjectProvider<LockOperationSource> operations) {
+        return new DistributedLockMethodValidator(operations);
+    }
+}

@@ -1,0 +1,109 @@
+package io.github.distlock.autoconfigure;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.core.Ordered;
+
+/**
+ * Settings of distlock, under {@code distlock.*}. Invalid values fail the startup with the property's name.
+ */
+@ConfigurationProperties(prefix = "distlock")
+public class DistlockProperties {
+
+    /** Default order of the lock advisor: outside {@code @Transactional}, whose advisor has the lowest precedence. */
+    public static final int DEFAULT_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+
+    /**
+     * Whether distlock is on: the @DistributedLock advisor, LockTemplate and the Redisson client it builds.
+     */
+    private boolean enabled = true;
+
+    /**
+     * Prefix of every lock's Redis key: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
+     * "lock:order:42".
+     */
+    private String keyPrefix = "lock:";
+
+    /**
+     * How long a caller waits for a lock when the annotation or call sets no wait time. 0 tries once and fails at once
+     * (LockAcquisitionException).
+     */
+    private Duration waitTime = Duration.ZERO;
+
+    /**
+     * Fixed lease when the annotation or call sets none: the lock expires after it even if the method still runs. Not
+     * set (the default): the watchdog renews the lock while its holder lives.
+     */
+    private Duration leaseTime;
+
+    /**
+     * Watchdog timeout of the Redisson client distlock builds: how long the lock of a holder that died without
+     * releasing it lives on. Renewed every third of it while the holder lives. Not applied to a RedissonClient bean of
+     * the application's own.
+     */
+    private Duration watchdogTimeout = Duration.ofSeconds(30);
+
+    /**
+     * Order of the lock advisor among other advisors (lower runs outside). The default runs outside @Transactional,
+     * so a transaction commits before its lock is released.
+     */
+    private int order = DEFAULT_ORDER;
+
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+        this.enabled = enabled;
+    }
+
+    public String getKeyPrefix() {
+        return keyPrefix;
+    }
+
+    public void setKeyPrefix(String keyPrefix) {
+        this.keyPrefix = (keyPrefix != null) ? keyPrefix : "";
+    }
+
+    public Duration getWaitTime() {
+        return waitTime;
+    }
+
+    public void setWaitTime(Duration waitTime) {
+        if (waitTime == null || waitTime.isNegative()) {
+            throw new IllegalArgumentException("distlock.wait-time must be 0 or positive, was " + waitTime);
+        }
+        this.waitTime = waitTime;
+    }
+
+    public Duration getLeaseTime() {
+        return leaseTime;
+    }
+
+    public void setLeaseTime(Duration leaseTime) {
+        if (leaseTime != null && leaseTime.isNegative()) {
+            throw new IllegalArgumentException("distlock.lease-time must be positive (or unset for the watchdog), was " + leaseTime);
+        }
+        this.leaseTime = leaseTime;
+    }
+
+    public Duration getWatchdogTimeout() {
+        return watchdogTimeout;
+    }
+
+    public void setWatchdogTimeout(Duration watchdogTimeout) {
+        if (watchdogTimeout == null || watchdogTimeout.toMillis() < 100) {
+            throw new IllegalArgumentException("distlock.watchdog-timeout must be at least 100ms, was " + watchdogTimeout);
+        }
+        this.watchdogTimeout = watchdogTimeout;
+    }
+
+    public int getOrder() {
+        return order;
+    }
+
+    public void setOrder(int order) {
+        this.order = order;
+    }
+}

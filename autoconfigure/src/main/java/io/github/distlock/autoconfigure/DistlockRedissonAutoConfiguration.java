@@ -1,0 +1,55 @@
+package io.github.distlock.autoconfigure;
+
+import io.github.distlock.redisson.RedissonLockProvider;
+import io.github.distlock.spi.LockProvider;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The Redisson lock backend: the application's own {@link RedissonClient} bean if it has one (or Redisson's starter
+ * made one), otherwise a client built from Spring Boot's {@code spring.data.redis.*} connection settings.
+ */
+@AutoConfiguration(after = DataRedisAutoConfiguration.class,
+        afterName = "org.redisson.spring.starter.RedissonAutoConfigurationV4")
+@ConditionalOnClass(RedissonClient.class)
+@ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
+@EnableConfigurationProperties(DistlockProperties.class)
+public final class DistlockRedissonAutoConfiguration {
+
+    /** Registered before the lock provider below (member classes are processed first), so its condition sees it. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(DataRedisConnectionDetails.class)
+    @ConditionalOnBean(DataRedisConnectionDetails.class)
+    @ConditionalOnMissingBean(RedissonClient.class)
+    @EnableConfigurationProperties(DataRedisProperties.class)
+    static class RedissonClientConfiguration {
+
+        @Bean(destroyMethod = "shutdown")
+        RedissonClient distlockRedissonClient(DataRedisConnectionDetails details, DataRedisProperties redisProperties,
+                DistlockProperties properties, ObjectProvider<RedissonConfigCustomizer> customizers) {
+            Config config = RedissonConfigFactory.create(details, redisProperties, properties);
+            customizers.orderedStream().forEach(customizer -> customizer.customize(config));
+            return Redisson.create(config);
+        }
+    }
+
+    @Bean
+    @ConditionalOnBean(RedissonClient.class)
+    @ConditionalOnMissingBean(LockProvider.class)
+    RedissonLockProvider redissonLockProvider(RedissonClient redisson) {
+        return new RedissonLockProvider(redisson);
+    }
+}

@@ -1,0 +1,105 @@
+package io.github.distlock.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.TrustManagerFactory;
+
+import org.redisson.config.BaseConfig;
+import org.redisson.config.Config;
+import org.redisson.config.SentinelServersConfig;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisProperties;
+import org.springframework.boot.ssl.SslBundle;
+import org.springframework.boot.ssl.SslOptions;
+
+/**
+ * Maps Spring Boot's Redis connection settings onto a Redisson {@link Config}: standalone, sentinel, cluster and
+ * master/replica (as Redisson's replicated mode, which finds the master itself), credentials, database, timeouts,
+ * client name and SSL (an SSL bundle's key and trust managers, protocols and ciphers).
+ */
+final class RedissonConfigFactory {
+
+    private RedissonConfigFactory() {
+    }
+
+    static Config create(DataRedisConnectionDetails details, DataRedisProperties properties, DistlockProperties distlock) {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(distlock.getWatchdogTimeout().toMillis());
+        config.setUsername(details.getUsername());
+        config.setPassword(details.getPassword());
+
+        SslBundle bundle = details.getSslBundle();
+        boolean ssl = bundle != null || properties.getSsl().isEnabled()
+                || (properties.getUrl() != null && properties.getUrl().startsWith("rediss://"));
+        String scheme = ssl ? "rediss://" : "redis://";
+        if (bundle != null) {
+            applySsl(config, bundle);
+        }
+
+        BaseConfig<?> server;
+        if (details.getSentinel() != null) {
+            DataRedisConnectionDetails.Sentinel sentinel = details.getSentinel();
+            SentinelServersConfig sentinelConfig = config.useSentinelServers()
+                    .setMasterName(sentinel.getMaster())
+                    .setDatabase(sentinel.getDatabase());
+            sentinelConfig.setSentinelAddresses(addresses(scheme, sentinel.getNodes()));
+            if (sentinel.getUsername() != null) {
+                sentinelConfig.setSentinelUsername(sentinel.getUsername());
+            }
+            if (sentinel.getPassword() != null) {
+                sentinelConfig.setSentinelPassword(sentinel.getPassword());
+            }
+            server = sentinelConfig;
+        }
+        else if (details.getCluster() != null) {
+            var cluster = config.useClusterServers();
+            cluster.setNodeAddresses(addresses(scheme, details.getCluster().getNodes()));
+            server = cluster;
+        }
+        else if (details.getMasterReplica() != null) {
+            var replicated = config.useReplicatedServers();
+            replicated.setNodeAddresses(addresses(scheme, details.getMasterReplica().getNodes()));
+            replicated.setDatabase(properties.getDatabase());
+            server = replicated;
+        }
+        else {
+            DataRedisConnectionDetails.Standalone standalone = details.getStandalone();
+            server = config.useSingleServer()
+                    .setAddress(scheme + standalone.getHost() + ":" + standalone.getPort())
+                    .setDatabase(standalone.getDatabase());
+        }
+
+        Duration timeout = properties.getTimeout();
+        if (timeout != null) {
+            server.setTimeout(Math.toIntExact(timeout.toMillis()));
+        }
+        Duration connectTimeout = properties.getConnectTimeout();
+        if (connectTimeout != null) {
+            server.setConnectTimeout(Math.toIntExact(connectTimeout.toMillis()));
+        }
+        if (properties.getClientName() != null) {
+            server.setClientName(properties.getClientName());
+        }
+        return config;
+    }
+
+    private static List<String> addresses(String scheme, List<DataRedisConnectionDetails.Node> nodes) {
+        return nodes.stream().map(node -> scheme + node.host() + ":" + node.port()).toList();
+    }
+
+    private static void applySsl(Config config, SslBundle bundle) {
+        TrustManagerFactory trust = bundle.getManagers().getTrustManagerFactory();
+        KeyManagerFactory keys = bundle.getManagers().getKeyManagerFactory();
+        config.setSslTrustManagerFactory(trust);
+        config.setSslKeyManagerFactory(keys);
+        SslOptions options = bundle.getOptions();
+        if (options.getEnabledProtocols() != null) {
+            config.setSslProtocols(options.getEnabledProtocols());
+        }
+        if (options.getCiphers() != null) {
+            config.setSslCiphers(options.getCiphers());
+        }
+    }
+}
