@@ -12,15 +12,16 @@ import org.springframework.aop.support.AopUtils;
  */
 public class DistributedLockInterceptor implements MethodInterceptor {
 
-    private final LockOperationSource operations;
+    private final Supplier<LockOperationSource> operations;
     private final Supplier<LockTemplate> lockTemplate;
 
     /**
      * @param operations the parsed annotations
-     * @param lockTemplate the template, looked up on first use so that the advisor does not pull the Redis client into
-     * existence while bean post-processors are still being created
+     * @param lockTemplate the template
+     * <p>Both are looked up on first use: the advisor is created while bean post-processors are, and must not pull the
+     * Redis client or configuration properties into existence that early.
      */
-    public DistributedLockInterceptor(LockOperationSource operations, Supplier<LockTemplate> lockTemplate) {
+    public DistributedLockInterceptor(Supplier<LockOperationSource> operations, Supplier<LockTemplate> lockTemplate) {
         this.operations = operations;
         this.lockTemplate = lockTemplate;
     }
@@ -29,7 +30,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
     public Object invoke(MethodInvocation invocation) throws Throwable {
         Object target = invocation.getThis();
         Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : null;
-        LockOperation operation = operations.getOperation(invocation.getMethod(), targetClass);
+        LockOperation operation = operations.get().getOperation(invocation.getMethod(), targetClass);
         if (operation == null) {
             return invocation.proceed();
         }

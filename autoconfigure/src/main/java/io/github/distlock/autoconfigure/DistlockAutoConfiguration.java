@@ -20,6 +20,8 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.util.function.SingletonSupplier;
 
 /**
@@ -50,10 +52,12 @@ public final class DistlockAutoConfiguration {
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     static DistributedLockAdvisor distributedLockAdvisor(ObjectProvider<LockOperationSource> operations,
-            ObjectProvider<LockTemplate> lockTemplate, ObjectProvider<DistlockProperties> properties) {
-        DistributedLockInterceptor interceptor = new DistributedLockInterceptor(operations.getObject(),
-                SingletonSupplier.of(lockTemplate::getObject));
-        return new DistributedLockAdvisor(interceptor, properties.getObject().getOrder());
+            ObjectProvider<LockTemplate> lockTemplate, Environment environment) {
+        DistributedLockInterceptor interceptor = new DistributedLockInterceptor(
+                SingletonSupplier.of(operations::getObject), SingletonSupplier.of(lockTemplate::getObject));
+        // read from the environment, not DistlockProperties: advisors are created before properties beans are bound
+        int order = Binder.get(environment).bind("distlock.order", Integer.class).orElse(DistlockProperties.DEFAULT_ORDER);
+        return new DistributedLockAdvisor(interceptor, order);
     }
 
     @Bean
