@@ -1,0 +1,111 @@
+package io.github.distlock.sample;
+
+import java.net.URI;
+
+import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockBackendException;
+import jakarta.validation.ConstraintViolationException;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.data.redis.RedisConnectionFailureException;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ProblemDetail;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+
+/**
+ * Every error as an RFC 9457 problem detail. Spring MVC's own exceptions (malformed JSON, failed {@code @Valid},
+ * unsupported method...) get theirs from {@link ResponseEntityExceptionHandler}; the rest are mapped here. Clients
+ * never see a stack trace or an exception message from a library: unexpected failures are logged and answered with
+ * a generic 500.
+ */
+@RestControllerAdvice
+public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
+
+    private static final Log log = LogFactory.getLog(ProblemDetailsAdvice.class);
+    // problem types are identifiers, not pages: a URN says so (RFC 9457 allows non-resolvable type URIs)
+    private static final String TYPES = "urn:distlock-sample:problem:";
+
+    /** Another request holds the lock (a concurrent duplicate, or buyers queueing longer than the wait time). */
+    @ExceptionHandler(LockAcquisitionException.class)
+    ProblemDetail lockNotAcquired(LockAcquisitionException ex) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "lock-not-acquired", "Lock not acquired",
+                "Another request holds the lock for this operation; it was not performed.");
+        problem.setProperty("key", ex.getKey());
+        problem.setProperty("waitedMillis", ex.getWaitTime().toMillis());
+        return problem;
+    }
+
+    /** Redis cannot be reached: nothing was done, the client may retry later. */
+    @ExceptionHandler({ LockBackendException.class, RedisConnectionFailureException.class })
+    ProblemDetail lockBackendDown(RuntimeException ex) {
+        log.warn("Lock backend unavailable: " + ex);
+        ProblemDetail problem = problem(HttpStatus.SERVICE_UNAVAILABLE, "lock-backend-unavailable",
+                "Lock service unavailable", "The lock service cannot be reached; nothing was done. Retry later.");
+        if (ex instanceof LockBackendException backend) {
+            problem.setProperty("key", backend.getKey());
+        }
+        return problem;
+    }
+
+    /** The database cannot be reached. */
+    @ExceptionHandler(DataAccessResourceFailureException.class)
+    ProblemDetail databaseDown(DataAccessResourceFailureException ex) {
+        log.warn("Database unavailable: " + ex);
+        return problem(HttpStatus.SERVICE_UNAVAILABLE, "database-unavailable", "Database unavailable",
+                "The database cannot be reached. Retry later.");
+    }
+
+    @ExceptionHandler(DuplicateOrderException.class)
+    ProblemDetail duplicateOrder(DuplicateOrderException ex) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "duplicate-order", "Duplicate order", ex.getMessage());
+        problem.setProperty("userId", ex.getUserId());
+        problem.setProperty("productId", ex.getProductId());
+        return problem;
+    }
+
+    @ExceptionHandler(OutOfStockException.class)
+    ProblemDetail outOfStock(OutOfStockException ex) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "out-of-stock", "Out of stock", ex.getMessage());
+        problem.setProperty("productId", ex.getProductId());
+        problem.setProperty("available", ex.getAvailable());
+        return problem;
+    }
+
+    @ExceptionHandler(StaleFencingTokenException.class)
+    ProblemDetail staleToken(StaleFencingTokenException ex) {
+        log.warn(ex.getMessage() + "; the write was refused");
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "stale-fencing-token", "Lock lost",
+                "This request's lock was superseded before it could write; nothing was done.");
+        problem.setProperty("productId", ex.getProductId());
+        problem.setProperty("token", ex.getToken());
+        return problem;
+    }
+
+    @ExceptionHandler(ProductNotFoundException.class)
+    ProblemDetail productNotFound(ProductNotFoundException ex) {
+        return problem(HttpStatus.NOT_FOUND, "product-not-found", "Product not found", ex.getMessage());
+    }
+
+    /** A failed constraint on a request parameter or path variable (bodies are handled by the superclass). */
+    @ExceptionHandler(ConstraintViolationException.class)
+    ProblemDetail invalidParameter(ConstraintViolationException ex) {
+        return problem(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", ex.getMessage());
+    }
+
+    @ExceptionHandler(Exception.class)
+    ProblemDetail unexpected(Exception ex) {
+        log.error("Unexpected failure", ex);
+        return problem(HttpStatus.INTERNAL_SERVER_ERROR, "internal-error", "Internal error",
+                "The request failed unexpectedly; the details are in the server log.");
+    }
+
+    private static ProblemDetail problem(HttpStatus status, String type, String title, String detail) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, detail);
+        problem.setType(URI.create(TYPES + type));
+        problem.setTitle(title);
+        return problem;
+    }
+}

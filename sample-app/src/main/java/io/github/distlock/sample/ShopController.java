@@ -1,0 +1,74 @@
+package io.github.distlock.sample;
+
+import java.net.URI;
+import java.util.List;
+
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.Positive;
+import org.springframework.http.ResponseEntity;
+import org.springframework.validation.annotation.Validated;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * The shop's HTTP API. Errors are RFC 9457 problem details ({@link ProblemDetailsAdvice}).
+ */
+@RestController
+@RequestMapping("/api")
+@Validated
+public class ShopController {
+
+    private final OrderService orders;
+    private final UnsafeOrderService unsafeOrders;
+    private final ProductService products;
+
+    ShopController(OrderService orders, UnsafeOrderService unsafeOrders, ProductService products) {
+        this.orders = orders;
+        this.unsafeOrders = unsafeOrders;
+        this.products = products;
+    }
+
+    /** Places an order under the locks: 201, or 409 for a duplicate, a sold-out product or a busy lock. */
+    @PostMapping("/orders")
+    public ResponseEntity<Order> placeOrder(@Valid @RequestBody OrderRequest request) {
+        Order order = orders.placeOrder(request.userId(), request.productId(), request.quantity());
+        return ResponseEntity.created(URI.create("/api/orders/" + order.id())).body(order);
+    }
+
+    /** The same without any lock: shows the duplicates and overselling the locks prevent. */
+    @PostMapping("/unsafe/orders")
+    public ResponseEntity<Order> placeOrderUnsafe(@Valid @RequestBody OrderRequest request) throws InterruptedException {
+        Order order = unsafeOrders.placeOrder(request.userId(), request.productId(), request.quantity());
+        return ResponseEntity.created(URI.create("/api/orders/" + order.id())).body(order);
+    }
+
+    /** The user's orders. */
+    @GetMapping("/orders")
+    public List<Order> ordersOf(@RequestParam @Positive long userId) {
+        return orders.ordersOf(userId);
+    }
+
+    /** Creates a product. */
+    @PostMapping("/products")
+    public ResponseEntity<ProductView> createProduct(@Valid @RequestBody NewProductRequest request) {
+        ProductView product = products.create(request.name(), request.stock());
+        return ResponseEntity.created(URI.create("/api/products/" + product.id())).body(product);
+    }
+
+    /** A product: stock, sold and the fencing token that last wrote it. */
+    @GetMapping("/products/{id}")
+    public ProductView product(@PathVariable long id) {
+        return products.get(id);
+    }
+
+    /** Adds stock, under the product lock taken through the {@link io.github.distlock.LockTemplate}. */
+    @PostMapping("/products/{id}/restock")
+    public ProductView restock(@PathVariable long id, @Valid @RequestBody RestockRequest request) {
+        return products.restock(id, request.quantity());
+    }
+}

@@ -1,0 +1,98 @@
+package io.github.distlock.sample;
+
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
+import org.springframework.jdbc.support.KeyHolder;
+import org.springframework.stereotype.Repository;
+
+/**
+ * Products and orders in the relational database, through Spring's {@link JdbcClient}. Nothing here locks: callers
+ * decide what runs under which lock and transaction.
+ */
+@Repository
+public class ShopRepository {
+
+    private final JdbcClient jdbc;
+
+    ShopRepository(JdbcClient jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    /** The product, if it exists. */
+    public Optional<Product> findProduct(long id) {
+        return jdbc.sql("SELECT id, name, stock, fence_token FROM product WHERE id = ?")
+                .param(id)
+                .query((rs, row) -> new Product(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getLong(4)))
+                .optional();
+    }
+
+    /** The product with its sold count, if it exists. */
+    public Optional<ProductView> findProductView(long id) {
+        return jdbc.sql("""
+                SELECT p.id, p.name, p.stock, p.fence_token,
+                       (SELECT COALESCE(SUM(o.quantity), 0) FROM orders o WHERE o.product_id = p.id)
+                FROM product p WHERE p.id = ?""")
+                .param(id)
+                .query((rs, row) -> new ProductView(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getLong(5),
+                        rs.getLong(4)))
+                .optional();
+    }
+
+    /** Inserts a product and returns its id. */
+    public long insertProduct(String name, int stock) {
+        KeyHolder keys = new GeneratedKeyHolder();
+        jdbc.sql("INSERT INTO product (name, stock, fence_token) VALUES (?, ?, 0)")
+                .params(name, stock)
+                .update(keys, "id");
+        return keys.getKeyAs(Long.class);
+    }
+
+    /**
+     * Sets the stock if {@code fenceToken} is higher than the one that last wrote it, and records the token.
+     *
+     * @return whether the row was written: {@code false} when a holder with a newer token wrote it (or the product
+     * does not exist)
+     */
+    public boolean updateStockFenced(long productId, int stock, long fenceToken) {
+        return jdbc.sql("UPDATE product SET stock = ?, fence_token = ? WHERE id = ? AND fence_token < ?")
+                .params(stock, fenceToken, productId, fenceToken)
+                .update() == 1;
+    }
+
+    /** Sets the stock with no guard at all: the last writer wins. Only the unsafe variant does this. */
+    public void updateStockUnguarded(long productId, int stock) {
+        jdbc.sql("UPDATE product SET stock = ? WHERE id = ?").params(stock, productId).update();
+    }
+
+    /** Whether the user has an order for the product. */
+    public boolean hasOrder(long userId, long productId) {
+        return jdbc.sql("SELECT COUNT(*) FROM orders WHERE user_id = ? AND product_id = ?")
+                .params(userId, productId)
+                .query(Long.class)
+                .single() > 0;
+    }
+
+    /** Inserts an order and returns it. */
+    public Order insertOrder(long userId, long productId, int quantity) {
+        Instant now = Instant.now();
+        KeyHolder keys = new GeneratedKeyHolder();
+        jdbc.sql("INSERT INTO orders (user_id, product_id, quantity, created_at) VALUES (?, ?, ?, ?)")
+                .params(userId, productId, quantity, Timestamp.from(now))
+                .update(keys, "id");
+        return new Order(keys.getKeyAs(Long.class), userId, productId, quantity, now);
+    }
+
+    /** The user's orders, oldest first. */
+    public List<Order> findOrders(long userId) {
+        return jdbc.sql("SELECT id, user_id, product_id, quantity, created_at FROM orders WHERE user_id = ? ORDER BY id")
+                .param(userId)
+                .query((rs, row) -> new Order(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getInt(4),
+                        rs.getTimestamp(5).toInstant()))
+                .list();
+    }
+}
