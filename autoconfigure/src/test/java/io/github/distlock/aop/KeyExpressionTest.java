@@ -1,0 +1,160 @@
+package io.github.distlock.aop;
+
+import java.lang.reflect.Method;
+import java.util.List;
+
+import io.github.distlock.DistributedLock;
+import io.github.distlock.it.LockTestApplication;
+import io.github.distlock.it.RedisIntegrationTest;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.util.ReflectionUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Every way of naming a key, evaluated by a real call whose Redis key is observed while the lock is held.
+ */
+@SpringBootTest(classes = {LockTestApplication.class, KeyExpressionTest.Config.class},
+        properties = {"shop.region=eu", "distlock.key-prefix=app:"})
+class KeyExpressionTest extends RedisIntegrationTest {
+
+    @Autowired
+    Keys keys;
+
+    @Autowired
+    LockOperationSource operations;
+
+    record Order(String userId, Item item) {
+    }
+
+    record Item(String sku) {
+    }
+
+    @Test
+    void parameterByName() {
+        assertThat(keys.byName("u1")).containsExactly("app:user:u1");
+    }
+
+    @Test
+    void parameterByPosition() {
+        assertThat(keys.byPosition("a", "b")).containsExactly("app:a:b");
+    }
+
+    @Test
+    void nestedProperties() {
+        assertThat(keys.nested(new Order("u7", new Item("sku-9")))).containsExactly("app:order:u7:sku-9");
+    }
+
+    @Test
+    void beanReferenceAndPropertyPlaceholder() {
+        assertThat(keys.beanAndPlaceholder("x")).containsExactly("app:eu:tenant-3:x");
+    }
+
+    @Test
+    void rootObject() {
+        assertThat(keys.root()).containsExactly("app:root");
+    }
+
+    @Test
+    void arithmeticInParenthesesStaysArithmetic() {
+        assertThat(keys.slot(2, 3)).containsExactly("app:slot:5");
+    }
+
+    @Test
+    void nullPartFailsBeforeAnyLockIsTaken() {
+        assertThatThrownBy(() -> keys.byName(null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("@DistributedLock on " + Keys.class.getName() + ".byName()")
+                .hasMessageContaining("part #userId is null");
+        assertThatThrownBy(() -> keys.nested(new Order("u", null)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(".nested()");
+        assertThat(keys.calls).as("the method never ran").isZero();
+        assertThat(redisCommands.keys("*")).as("no lock such as app:user:null was taken").isEmpty();
+    }
+
+    @Test
+    void blankPartFailsBeforeAnyLockIsTaken() {
+        assertThatThrownBy(() -> keys.byName("  "))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("part #userId is blank");
+        assertThat(redisCommands.keys("*")).isEmpty();
+    }
+
+    @Test
+    void expressionsAreParsedOnceAtStartupNotPerCall() {
+        Method method = ReflectionUtils.findMethod(Keys.class, "byName", String.class);
+        LockOperation atStartup = operations.getOperation(method, Keys.class);
+
+        keys.byName("a");
+        keys.byName("b");
+
+        assertThat(operations.getOperation(method, Keys.class)).isSameAs(atStartup);
+        assertThat(atStartup.key().source()).isEqualTo("'user:' + #userId");
+    }
+
+    static class Keys {
+
+        volatile int calls;
+
+        @DistributedLock(key = "'user:' + #userId")
+        public List<String> byName(String userId) {
+            return held();
+        }
+
+        @DistributedLock(key = "#p0 + ':' + #a1")
+        public List<String> byPosition(String first, String second) {
+            return held();
+        }
+
+        @DistributedLock(key = "'order:' + #order.userId + ':' + #order.item.sku")
+        public List<String> nested(Order order) {
+            return held();
+        }
+
+        @DistributedLock(key = "'${shop.region}:' + @tenant.id() + ':' + #name")
+        public List<String> beanAndPlaceholder(String name) {
+            return held();
+        }
+
+        @DistributedLock(key = "#root.methodName")
+        public List<String> root() {
+            return held();
+        }
+
+        @DistributedLock(key = "'slot:' + (#a + #b)")
+        public List<String> slot(int a, int b) {
+            return held();
+        }
+
+        private List<String> held() {
+            calls++;
+            return redisCommands.keys("app:*");
+        }
+    }
+
+    public static class Tenant {
+        public String id() {
+            return "tenant-3";
+        }
+    }
+
+    @TestConfiguration
+    static class Config {
+
+        @Bean
+        Keys keys() {
+            return new Keys();
+        }
+
+        @Bean
+        Tenant tenant() {
+            return new Tenant();
+        }
+    }
+}

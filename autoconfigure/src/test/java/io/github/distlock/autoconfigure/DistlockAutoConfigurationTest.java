@@ -1,0 +1,178 @@
+package io.github.distlock.autoconfigure;
+
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.github.distlock.LockTemplate;
+import io.github.distlock.aop.DistributedLockAdvisor;
+import io.github.distlock.redisson.RedissonLockProvider;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.testsupport.RedisServerExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.ConfigAccess;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class DistlockAutoConfigurationTest {
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, AopAutoConfiguration.class,
+                    DistlockRedissonAutoConfiguration.class, DistlockAutoConfiguration.class));
+
+    /** A runner whose Redisson client does not connect on creation, so that unreachable topologies can be mapped. */
+    private ApplicationContextRunner capturingConfig(AtomicReference<Config> captured) {
+        return runner.withBean(RedissonConfigCustomizer.class, () -> config -> {
+            config.setLazyInitialization(true);
+            captured.set(config);
+        });
+    }
+
+    @Test
+    void buildsTheClientFromSpringDataRedisAndWiresTheTemplate() {
+        runner.withPropertyValues("spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + redis.port())
+                .run(context -> {
+                    assertThat(context).hasNotFailed()
+                            .hasSingleBean(RedissonClient.class)
+                            .hasSingleBean(RedissonLockProvider.class)
+                            .hasSingleBean(LockTemplate.class)
+                            .hasSingleBean(DistributedLockAdvisor.class);
+                    assertThat(context.getBean(LockTemplate.class).execute("k", () -> "locked")).isEqualTo("locked");
+                });
+    }
+
+    @Test
+    void mapsStandaloneWithCredentialsDatabaseTimeoutsAndWatchdog() {
+        AtomicReference<Config> captured = new AtomicReference<>();
+        capturingConfig(captured)
+                .withPropertyValues("spring.data.redis.host=redis.example", "spring.data.redis.port=6380",
+                        "spring.data.redis.username=app", "spring.data.redis.password=s3cret",
+                        "spring.data.redis.database=5", "spring.data.redis.timeout=750ms",
+                        "spring.data.redis.connect-timeout=2s", "spring.data.redis.client-name=orders",
+                        "distlock.watchdog-timeout=12s")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    Config config = captured.get();
+                    var single = ConfigAccess.single(config);
+                    assertThat(single.getAddress()).isEqualTo("redis://redis.example:6380");
+                    assertThat(single.getDatabase()).isEqualTo(5);
+                    assertThat(single.getTimeout()).isEqualTo(750);
+                    assertThat(single.getConnectTimeout()).isEqualTo(2000);
+                    assertThat(single.getClientName()).isEqualTo("orders");
+                    assertThat(config.getUsername()).isEqualTo("app");
+                    assertThat(config.getPassword()).isEqualTo("s3cret");
+                    assertThat(config.getLockWatchdogTimeout()).isEqualTo(12_000);
+                });
+    }
+
+    @Test
+    void mapsAUrlWithSslToRediss() {
+        AtomicReference<Config> captured = new AtomicReference<>();
+        capturingConfig(captured)
+                .withPropertyValues("spring.data.redis.url=rediss://user:pw@secure.example:6390/2")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    var single = ConfigAccess.single(captured.get());
+                    assertThat(single.getAddress()).isEqualTo("rediss://secure.example:6390");
+                    assertThat(single.getDatabase()).isEqualTo(2);
+                    assertThat(captured.get().getPassword()).isEqualTo("pw");
+                });
+    }
+
+    @Test
+    void mapsSentinel() {
+        AtomicReference<Config> captured = new AtomicReference<>();
+        capturingConfig(captured)
+                .withPropertyValues("spring.data.redis.sentinel.master=mymaster",
+                        "spring.data.redis.sentinel.nodes=s1.example:26379,s2.example:26380",
+                        "spring.data.redis.sentinel.password=sentinel-pw", "spring.data.redis.password=data-pw",
+                        "spring.data.redis.database=3")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    var sentinel = ConfigAccess.sentinel(captured.get());
+                    assertThat(sentinel.getMasterName()).isEqualTo("mymaster");
+                    assertThat(sentinel.getSentinelAddresses())
+                            .containsExactly("redis://s1.example:26379", "redis://s2.example:26380");
+                    assertThat(sentinel.getSentinelPassword()).isEqualTo("sentinel-pw");
+                    assertThat(sentinel.getDatabase()).isEqualTo(3);
+                    assertThat(captured.get().getPassword()).isEqualTo("data-pw");
+                });
+    }
+
+    @Test
+    void mapsCluster() {
+        AtomicReference<Config> captured = new AtomicReference<>();
+        capturingConfig(captured)
+                .withPropertyValues("spring.data.redis.cluster.nodes=c1.example:7000,c2.example:7001,c3.example:7002",
+                        "spring.data.redis.ssl.enabled=true")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(ConfigAccess.cluster(captured.get()).getNodeAddresses()).containsExactly(
+                            "rediss://c1.example:7000", "rediss://c2.example:7001", "rediss://c3.example:7002");
+                });
+    }
+
+    @Test
+    void usesTheApplicationsOwnRedissonClient() {
+        runner.withUserConfiguration(OwnClient.class).run(context -> {
+            assertThat(context).hasNotFailed().hasSingleBean(RedissonClient.class);
+            RedissonClient own = context.getBean("ownRedisson", RedissonClient.class);
+            assertThat(((RedissonLockProvider) context.getBean(LockProvider.class)).getRedisson()).isSameAs(own);
+            assertThat(context.getBean(LockTemplate.class).execute("k", () -> "locked")).isEqualTo("locked");
+        });
+    }
+
+    @Test
+    void disabledRegistersNothing() {
+        runner.withPropertyValues("distlock.enabled=false", "spring.data.redis.port=" + redis.port()).run(context -> {
+            assertThat(context).hasNotFailed()
+                    .doesNotHaveBean(RedissonClient.class)
+                    .doesNotHaveBean(LockProvider.class)
+                    .doesNotHaveBean(LockTemplate.class)
+                    .doesNotHaveBean(DistributedLockAdvisor.class)
+                    .doesNotHaveBean(DistlockProperties.class);
+        });
+    }
+
+    @Test
+    void backsOffWithoutRedissonOnTheClasspath() {
+        runner.withClassLoader(new FilteredClassLoader("org.redisson")).run(context -> {
+            assertThat(context).hasNotFailed()
+                    .doesNotHaveBean(LockProvider.class)
+                    .doesNotHaveBean(LockTemplate.class)
+                    .doesNotHaveBean(DistributedLockAdvisor.class);
+        });
+    }
+
+    @Test
+    void rejectsANegativeWaitTimeNamingTheProperty() {
+        runner.withPropertyValues("distlock.wait-time=-1s", "spring.data.redis.port=" + redis.port()).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause()
+                    .hasMessageContaining("distlock.wait-time must be 0 or positive, was PT-1S");
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class OwnClient {
+
+        @Bean(destroyMethod = "shutdown")
+        RedissonClient ownRedisson() {
+            Config config = new Config();
+            config.useSingleServer().setAddress(redis.uri());
+            return Redisson.create(config);
+        }
+    }
+}
