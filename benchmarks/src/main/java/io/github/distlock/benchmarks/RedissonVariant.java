@@ -1,0 +1,33 @@
+package io.github.distlock.benchmarks;
+
+import org.redisson.config.Config;
+
+/**
+ * Redisson {@link Config} variants measured against the one distlock's auto-configuration builds. None of them touches
+ * what a lock means (scripts, lease, watchdog, ownership): only threads and connection pools.
+ */
+public enum RedissonVariant {
+
+    /** Exactly what distlock's auto-configuration builds (Redisson's own defaults for threads and pools). */
+    DEFAULT {
+        @Override
+        void apply(Config config) {
+        }
+    },
+
+    /**
+     * Thread pools sized to the machine instead of Redisson's fixed 16 + 32: {@code threads} and {@code nettyThreads} =
+     * available processors (minimum 2), and a smaller idle pool (Redisson opens 24 connections at start-up by default).
+     */
+    LEAN {
+        @Override
+        void apply(Config config) {
+            int cpus = Math.max(2, Runtime.getRuntime().availableProcessors());
+            config.setThreads(cpus);
+            config.setNettyThreads(cpus);
+            config.useSingleServer().setConnectionMinimumIdleSize(Math.min(8, cpus * 2));
+        }
+    };
+
+    abstract void apply(Config config);
+}
