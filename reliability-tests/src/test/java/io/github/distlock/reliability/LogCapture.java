@@ -15,7 +15,12 @@ final class LogCapture implements AutoCloseable {
     private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
 
     LogCapture(Class<?> loggerClass) {
-        this.logger = (Logger) LoggerFactory.getLogger(loggerClass);
+        this(loggerClass.getName());
+    }
+
+    /** Captures a logger and, through additivity, every logger below it (a package name works). */
+    LogCapture(String loggerName) {
+        this.logger = (Logger) LoggerFactory.getLogger(loggerName);
         appender.start();
         logger.addAppender(appender);
     }
@@ -23,6 +28,12 @@ final class LogCapture implements AutoCloseable {
     /** The formatted messages logged at {@code level} so far. */
     List<String> messages(Level level) {
         return appender.list.stream().filter(e -> e.getLevel() == level).map(ILoggingEvent::getFormattedMessage).toList();
+    }
+
+    /** Every formatted message at WARN or above so far, with its level. */
+    List<String> problems() {
+        return appender.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+                .map(e -> e.getLevel() + " " + e.getLoggerName() + ": " + e.getFormattedMessage()).toList();
     }
 
     @Override
