@@ -10,12 +10,12 @@ import io.github.distlock.DistributedLock;
 import io.github.distlock.LockOptions;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.env.PropertyResolver;
 import org.springframework.expression.BeanResolver;
 
 /**
@@ -28,18 +28,20 @@ public class LockOperationSource {
 
     private final Map<MethodClassKey, LockOperation> cache = new ConcurrentHashMap<>(64);
     private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
-    private final BeanFactory beanFactory;
+    private final PropertyResolver placeholders;
     private final BeanResolver beanResolver;
     private final Duration defaultWait;
     private final Duration defaultLease;
 
     /**
-     * @param beanFactory resolves {@code @bean} references and {@code ${...}} placeholders; may be {@code null}
+     * @param beanFactory resolves {@code @bean} references; may be {@code null}
+     * @param placeholders resolves {@code ${...}} placeholders, strictly: an unknown one fails; may be {@code null}
      * @param defaultWait the wait of an annotation that sets none
      * @param defaultLease the lease of an annotation that sets none; {@code null} or zero for the watchdog
      */
-    public LockOperationSource(BeanFactory beanFactory, Duration defaultWait, Duration defaultLease) {
-        this.beanFactory = beanFactory;
+    public LockOperationSource(BeanFactory beanFactory, PropertyResolver placeholders, Duration defaultWait,
+            Duration defaultLease) {
+        this.placeholders = placeholders;
         this.beanResolver = (beanFactory != null) ? new BeanFactoryResolver(beanFactory) : null;
         this.defaultWait = defaultWait;
         this.defaultLease = (defaultLease != null) ? defaultLease : LockOptions.WATCHDOG;
@@ -86,8 +88,8 @@ public class LockOperationSource {
     }
 
     private String resolvePlaceholders(String expression) {
-        if (beanFactory instanceof ConfigurableBeanFactory configurable && expression.contains("${")) {
-            return configurable.resolveEmbeddedValue(expression);
+        if (placeholders != null && expression.contains("${")) {
+            return placeholders.resolveRequiredPlaceholders(expression);
         }
         return expression;
     }

@@ -45,8 +45,9 @@ public final class DistlockAutoConfiguration {
 
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-    static LockOperationSource distributedLockOperationSource(BeanFactory beanFactory, DistlockProperties properties) {
-        return new LockOperationSource(beanFactory, properties.getWaitTime(), properties.getLeaseTime());
+    static LockOperationSource distributedLockOperationSource(BeanFactory beanFactory, Environment environment,
+            DistlockProperties properties) {
+        return new LockOperationSource(beanFactory, environment, properties.getWaitTime(), properties.getLeaseTime());
     }
 
     @Bean

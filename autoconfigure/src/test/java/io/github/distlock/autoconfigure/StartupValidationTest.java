@@ -1,0 +1,133 @@
+package io.github.distlock.autoconfigure;
+
+import io.github.distlock.DistributedLock;
+import io.github.distlock.testsupport.RedisServerExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Mistakes in an annotation fail the application's startup with a message that names the method.
+ */
+class StartupValidationTest {
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private ApplicationContextRunner runnerWith(Class<?> bean) {
+        return new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, AopAutoConfiguration.class,
+                        DistlockRedissonAutoConfiguration.class, DistlockAutoConfiguration.class))
+                .withPropertyValues("spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + redis.port())
+                .withBean(bean);
+    }
+
+    private void assertStartupFails(Class<?> bean, String... messageParts) {
+        runnerWith(bean).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).hasStackTraceContaining(messageParts[0]);
+            for (String part : messageParts) {
+                assertThat(context.getStartupFailure()).hasStackTraceContaining(part);
+            }
+        });
+    }
+
+    @Test
+    void validAnnotationsStart() {
+        runnerWith(Valid.class).run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void spelSyntaxError() {
+        assertStartupFails(BadSyntax.class, "Invalid @DistributedLock on " + BadSyntax.class.getName() + ".place()",
+                "key ''order:' + #userId +' is not a valid SpEL expression");
+    }
+
+    @Test
+    void unknownParameter() {
+        assertStartupFails(UnknownParameter.class, UnknownParameter.class.getName() + ".place()",
+                "uses [#userld], which the method does not have; its parameters are [#userId]");
+    }
+
+    @Test
+    void negativeTimes() {
+        assertStartupFails(NegativeWait.class, NegativeWait.class.getName() + ".place()", "waitTime must be >= 0");
+        assertStartupFails(NegativeLease.class, NegativeLease.class.getName() + ".place()", "leaseTime must be >= 0");
+    }
+
+    @Test
+    void methodsTheProxyCannotIntercept() {
+        assertStartupFails(FinalMethod.class, FinalMethod.class.getName() + ".place()", "the method is final");
+        assertStartupFails(PrivateMethod.class, PrivateMethod.class.getName() + ".place()", "the method is private");
+        assertStartupFails(StaticMethod.class, StaticMethod.class.getName() + ".place()", "the method is static");
+    }
+
+    @Test
+    void unresolvablePlaceholder() {
+        assertStartupFails(MissingPlaceholder.class, MissingPlaceholder.class.getName() + ".place()",
+                "Could not resolve placeholder 'no.such.property'");
+    }
+
+    static class Valid {
+        @DistributedLock(key = "'order:' + #userId", waitTime = 10, leaseTime = 0)
+        public void place(String userId) {
+        }
+    }
+
+    static class BadSyntax {
+        @DistributedLock(key = "'order:' + #userId +")
+        public void place(String userId) {
+        }
+    }
+
+    static class UnknownParameter {
+        @DistributedLock(key = "'order:' + #userld")
+        public void place(String userId) {
+        }
+    }
+
+    static class NegativeWait {
+        @DistributedLock(key = "'order:' + #userId", waitTime = -5)
+        public void place(String userId) {
+        }
+    }
+
+    static class NegativeLease {
+        @DistributedLock(key = "'order:' + #userId", leaseTime = -2)
+        public void place(String userId) {
+        }
+    }
+
+    static class FinalMethod {
+        @DistributedLock(key = "'order:' + #userId")
+        public final void place(String userId) {
+        }
+    }
+
+    static class PrivateMethod {
+        @DistributedLock(key = "'order:' + #userId")
+        private void place(String userId) {
+        }
+
+        public void caller() {
+            place("x");
+        }
+    }
+
+    static class StaticMethod {
+        @DistributedLock(key = "'order:' + #userId")
+        public static void place(String userId) {
+        }
+    }
+
+    static class MissingPlaceholder {
+        @DistributedLock(key = "'${no.such.property}:' + #userId")
+        public void place(String userId) {
+        }
+    }
+}
