@@ -31,4 +31,10 @@ public class LockedService {
     public int waitFixed(String id) {
         return 1;
     }
+
+    /** Wait up to 30 s, watchdog lease, running {@code body} under the lock: the hand-off measurement. */
+    @DistributedLock(key = "'bench:' + #id", waitTime = LockCycles.WAIT_MS, leaseTime = DistributedLock.WATCHDOG)
+    public void waitWatchdogRun(String id, Runnable body) {
+        body.run();
+    }
 }
