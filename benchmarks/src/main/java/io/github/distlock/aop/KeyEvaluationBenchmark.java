@@ -42,7 +42,7 @@ public class KeyEvaluationBenchmark {
 
     @Setup
     public void parse() throws NoSuchMethodException {
-        source = new LockOperationSource(null, Duration.ZERO, null);
+        source = new LockOperationSource(null, null, Duration.ZERO, null);
         concatMethod = Service.class.getMethod("concat", String.class);
         concat = source.getOperation(concatMethod, Service.class);
         param = source.getOperation(Service.class.getMethod("param", String.class), Service.class);
