@@ -2,7 +2,15 @@ package io.github.distlock.autoconfigure;
 
 import java.util.concurrent.atomic.AtomicReference;
 
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.metrics.MicrometerLockListener;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.github.distlock.aop.DistributedLockAdvisor;
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockProvider;
@@ -132,6 +140,32 @@ class DistlockAutoConfigurationTest {
             assertThat(((RedissonLockProvider) context.getBean(LockProvider.class)).getRedisson()).isSameAs(own);
             assertThat(context.getBean(LockTemplate.class).execute("k", () -> "locked")).isEqualTo("locked");
         });
+    }
+
+    @Test
+    void recordsLockMetricsWhenThereIsAMeterRegistry() {
+        runner.withConfiguration(AutoConfigurations.of(DistlockMetricsAutoConfiguration.class))
+                .withBean(SimpleMeterRegistry.class)
+                .withPropertyValues("spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + redis.port())
+                .run(context -> {
+                    LockTemplate locks = context.getBean(LockTemplate.class);
+                    // the second try comes from another thread: the same thread would re-enter
+                    locks.run("metrics", () -> assertThat(CompletableFuture.supplyAsync(() -> locks.tryRun("metrics",
+                            LockOptions.waitFor(Duration.ZERO), () -> { })).get(10, TimeUnit.SECONDS)).isFalse());
+
+                    MeterRegistry registry = context.getBean(MeterRegistry.class);
+                    assertThat(registry.get("distlock.acquire").tag("result", "acquired").timer().count()).isOne();
+                    assertThat(registry.get("distlock.acquire").tag("result", "not_acquired").timer().count()).isOne();
+                    assertThat(registry.get("distlock.held").tag("result", "released").timer().count()).isOne();
+                    assertThat(registry.get("distlock.held").tag("result", "lease_lost").timer().count()).isZero();
+                });
+    }
+
+    @Test
+    void noMetricsListenerWithoutARegistry() {
+        runner.withConfiguration(AutoConfigurations.of(DistlockMetricsAutoConfiguration.class))
+                .withPropertyValues("spring.data.redis.port=" + redis.port())
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(MicrometerLockListener.class));
     }
 
     @Test
