@@ -1,0 +1,246 @@
+package io.github.distlock.sample;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import io.github.distlock.testsupport.RedisServer;
+import org.h2.tools.Server;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.jdbc.datasource.init.ScriptUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Three instances of the sample as separate JVMs, sharing one redis-server and one H2 database (a TCP server in this
+ * JVM), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
+ * requests, a user's copies in flight together and on different instances), with 60 items of each in stock. The
+ * database must show one order per user and product, and exactly the stock sold. The same traffic on the unsafe
+ * endpoint must show duplicates or overselling, which is what makes the first half a test.
+ */
+class MultiInstanceTest {
+
+    private static final int INSTANCES = 3;
+    private static final int USERS = 200;
+    private static final int STOCK = 60;
+    private static final int COPIES_A = 3;
+    private static final int COPIES_B = 2;
+    private static final int CLIENT_THREADS = 48;
+    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
+    private static final Duration LOAD_TIMEOUT = Duration.ofSeconds(120);
+
+    private static final ShopClient client = new ShopClient();
+    private static RedisServer redis;
+    private static Server h2;
+    private static String jdbcUrl;
+    private static final List<AppProcess> apps = new ArrayList<>();
+
+    @BeforeAll
+    static void startServersAndInstances() throws SQLException {
+        redis = RedisServer.start();
+        h2 = startH2();
+        jdbcUrl = "jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:shop;DB_CLOSE_DELAY=-1";
+        // the schema once, here: three instances creating it at the same moment would race each other
+        try (Connection connection = connect()) {
+            ScriptUtils.executeSqlScript(connection, new ClassPathResource("schema.sql"));
+        }
+        Path logs = Path.of("target", "multi-instance-logs");
+        for (int i = 0; i < INSTANCES; i++) {
+            apps.add(AppProcess.launch("instance-" + i, logs, List.of(
+                    "--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port(),
+                    "--spring.datasource.url=" + jdbcUrl, "--spring.sql.init.mode=never",
+                    // buyers of one product queue for its lock; generous on a busy CI machine
+                    "--distlock.wait-time=30s")));
+        }
+        for (AppProcess app : apps) {
+            app.awaitStarted(STARTUP_TIMEOUT);
+        }
+    }
+
+    @AfterAll
+    static void stopEverything() {
+        apps.forEach(AppProcess::close);
+        if (h2 != null) {
+            h2.stop();
+        }
+        if (redis != null) {
+            redis.close();
+        }
+    }
+
+    @Test
+    void acrossInstancesTheLocksAllowOneOrderPerUserAndProductAndNoOverselling() throws Exception {
+        Sale sale = runSale("/api/orders");
+
+        assertThat(sale.statuses()).as("HTTP statuses").containsOnlyKeys(201, 409);
+        assertThat(sale.duplicates()).as("(user, product) pairs with more than one order").isEmpty();
+        for (long product : sale.products()) {
+            int sold = sold(product);
+            int stock = stock(product);
+            assertThat(stock).as("stock of %d", product).isGreaterThanOrEqualTo(0);
+            assertThat(sold + stock).as("sold + remaining of %d", product).isEqualTo(STOCK);
+            // more buyers than stock and nobody gave up waiting: it sold out
+            assertThat(sold).as("sold of %d", product).isEqualTo(STOCK);
+        }
+        assertThat(sale.statuses().get(201)).as("orders created").isEqualTo(2 * STOCK);
+    }
+
+    @Test
+    void theSameTrafficOnTheUnsafeEndpointCreatesDuplicatesOrOversells() throws Exception {
+        Sale sale = runSale("/api/unsafe/orders");
+
+        int oversold = 0;
+        int lostStock = 0;
+        for (long product : sale.products()) {
+            oversold += Math.max(0, sold(product) - STOCK);
+            lostStock += Math.abs(sold(product) + stock(product) - STOCK);
+        }
+        System.out.printf("unsafe: %d duplicate pairs, %d items oversold, sold + remaining off by %d%n",
+                sale.duplicates().size(), oversold, lostStock);
+        assertThat(sale.duplicates().size() + oversold + lostStock).as("duplicates + oversold + inconsistency")
+                .isPositive();
+    }
+
+    /** A sale's outcome: its products, HTTP status counts and the pairs the database has more than one order for. */
+    private record Sale(List<Long> products, Map<Integer, Integer> statuses, Map<String, Integer> duplicates) {
+    }
+
+    private static Sale runSale(String path) throws Exception {
+        long productA = newProduct();
+        long productB = newProduct();
+        long firstUser = path.contains("unsafe") ? 100_000 : 1;
+
+        List<long[]> groups = new ArrayList<>();
+        for (long user = firstUser; user < firstUser + USERS; user++) {
+            groups.add(new long[] { user, productA, COPIES_A });
+            groups.add(new long[] { user, productB, COPIES_B });
+        }
+        Collections.shuffle(groups, new Random(42));
+        List<long[]> requests = new ArrayList<>();
+        for (long[] group : groups) {
+            for (int copy = 0; copy < group[2]; copy++) {
+                requests.add(group);
+            }
+        }
+
+        ExecutorService pool = Executors.newFixedThreadPool(CLIENT_THREADS);
+        Map<Integer, Integer> statuses = new TreeMap<>();
+        Map<String, Integer> problems = new TreeMap<>();
+        long start = System.nanoTime();
+        try {
+            List<Future<ShopClient.Response>> futures = new ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                long[] request = requests.get(i);
+                // consecutive copies of one order go to different instances
+                String baseUrl = apps.get(i % INSTANCES).baseUrl();
+                futures.add(pool.submit(() -> client.placeOrder(baseUrl, path, request[0], request[1], 1)));
+            }
+            long deadline = System.nanoTime() + LOAD_TIMEOUT.toNanos();
+            for (Future<ShopClient.Response> future : futures) {
+                ShopClient.Response response = future.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                statuses.merge(response.status(), 1, Integer::sum);
+                if (response.status() != 201) {
+                    String key = response.json().path("key").asString("");
+                    String lock = key.isEmpty() ? "" : " (" + key.substring(0, key.lastIndexOf(':')) + ")";
+                    problems.merge(response.status() + " " + response.problemType() + lock, 1, Integer::sum);
+                }
+            }
+        }
+        finally {
+            pool.shutdownNow();
+        }
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+        System.out.printf("%s: %d requests over %d instances in %d ms: %s, rejections %s%n", path, requests.size(),
+                INSTANCES, took.toMillis(), statuses, problems);
+        assertThat(requests).hasSizeGreaterThanOrEqualTo(1000);
+        return new Sale(List.of(productA, productB), statuses, duplicates(productA, productB));
+    }
+
+    private static long newProduct() {
+        ShopClient.Response created = client.createProduct(apps.get(0).baseUrl(), "flash-sale item", STOCK);
+        assertThat(created.status()).isEqualTo(201);
+        return created.json().path("id").asLong();
+    }
+
+    private static Map<String, Integer> duplicates(long productA, long productB) throws SQLException {
+        try (Connection connection = connect(); var statement = connection.prepareStatement("""
+                SELECT user_id, product_id, COUNT(*) FROM orders WHERE product_id IN (?, ?)
+                GROUP BY user_id, product_id HAVING COUNT(*) > 1""")) {
+            statement.setLong(1, productA);
+            statement.setLong(2, productB);
+            Map<String, Integer> duplicates = new TreeMap<>();
+            try (var rows = statement.executeQuery()) {
+                while (rows.next()) {
+                    duplicates.put(rows.getLong(1) + ":" + rows.getLong(2), rows.getInt(3));
+                }
+            }
+            return duplicates;
+        }
+    }
+
+    private static int sold(long product) throws SQLException {
+        return queryInt("SELECT COALESCE(SUM(quantity), 0) FROM orders WHERE product_id = ?", product);
+    }
+
+    private static int stock(long product) throws SQLException {
+        return queryInt("SELECT stock FROM product WHERE id = ?", product);
+    }
+
+    private static int queryInt(String sql, long param) throws SQLException {
+        try (Connection connection = connect(); var statement = connection.prepareStatement(sql)) {
+            statement.setLong(1, param);
+            try (var rows = statement.executeQuery()) {
+                assertThat(rows.next()).isTrue();
+                return rows.getInt(1);
+            }
+        }
+    }
+
+    private static Connection connect() throws SQLException {
+        return DriverManager.getConnection(jdbcUrl, "sa", "");
+    }
+
+    private static Server startH2() throws SQLException {
+        SQLException last = null;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            try {
+                // -ifNotExists lets the instances create the in-memory database remotely
+                return Server.createTcpServer("-tcpPort", Integer.toString(freePort()), "-ifNotExists").start();
+            }
+            catch (SQLException ex) {
+                // the free port may have been taken between probing and binding: try another
+                last = ex;
+            }
+        }
+        throw last;
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+        catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+}
