@@ -161,7 +161,7 @@ class MultiInstanceTest {
                 statuses.merge(response.status(), 1, Integer::sum);
                 if (response.status() != 201) {
                     String key = response.json().path("key").asString("");
-                    String lock = key.isEmpty() ? "" : " (" + key.substring(0, key.lastIndexOf(':')) + ")";
+                    String lock = key.isEmpty() ? "" : " (" + String.join(":", List.of(key.split(":")).subList(0, 2)) + ")";
                     problems.merge(response.status() + " " + response.problemType() + lock, 1, Integer::sum);
                 }
             }
