@@ -1,5 +1,6 @@
 package io.github.distlock.redisson;
 
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.spi.LockHandle;
@@ -34,10 +35,11 @@ public class RedissonLockProvider implements LockProvider {
         if (fenced) {
             RFencedLock lock = redisson.getFencedLock(key);
             Long token = lock.tryLockAndGetToken(waitNanos, lease, TimeUnit.NANOSECONDS);
-            return (token != null) ? new RedissonLockHandle(lock, token) : null;
+            return (token != null) ? new RedissonLockHandle(lock, Thread.currentThread().getId(), token) : null;
         }
         RLock lock = redisson.getLock(key);
-        return lock.tryLock(waitNanos, lease, TimeUnit.NANOSECONDS) ? new RedissonLockHandle(lock, -1) : null;
+        return lock.tryLock(waitNanos, lease, TimeUnit.NANOSECONDS)
+                ? new RedissonLockHandle(lock, Thread.currentThread().getId(), -1) : null;
     }
 
     /** The redisson client behind the locks. */
@@ -45,18 +47,23 @@ public class RedissonLockProvider implements LockProvider {
         return redisson;
     }
 
-    private record RedissonLockHandle(RLock lock, long fencingToken) implements LockHandle {
+    /** @param threadId the acquiring thread, which Redisson made part of the owner's identity */
+    private record RedissonLockHandle(RLock lock, long threadId, long fencingToken) implements LockHandle {
 
         @Override
         public boolean release() {
             try {
-                // unlock() checks the owner (client id + this thread) inside its script: it never deletes another
-                // holder's lock, and reports a lock we no longer own with IllegalMonitorStateException
-                lock.unlock();
+                // The unlock script checks the owner (client id + thread id): it never deletes another holder's lock,
+                // and reports a lock we no longer own as IllegalMonitorStateException. join(), unlike unlock(), is not
+                // cut short when the guarded code left the thread interrupted: we learn the real outcome.
+                lock.unlockAsync(threadId).toCompletableFuture().join();
                 return true;
             }
-            catch (IllegalMonitorStateException ex) {
-                return false;
+            catch (CompletionException ex) {
+                if (ex.getCause() instanceof IllegalMonitorStateException) {
+                    return false;
+                }
+                throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
             }
         }
     }

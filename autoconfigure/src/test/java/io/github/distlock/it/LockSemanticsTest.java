@@ -100,6 +100,23 @@ class LockSemanticsTest extends RedisIntegrationTest {
     }
 
     @Test
+    void releasedEvenWhenTheMethodLeavesItsThreadInterrupted() {
+        try {
+            assertThat(service.inspect("i", () -> {
+                Thread.currentThread().interrupt();
+                return "interrupted";
+            })).isEqualTo("interrupted");
+
+            assertThat(Thread.currentThread().isInterrupted()).as("the caller's interrupt status is kept").isTrue();
+        }
+        finally {
+            Thread.interrupted();
+        }
+        assertThat(redisCommands.exists("lock:item:i")).isZero();
+        assertThat(listener.events).containsExactly("acquired:lock:item:i", "released:lock:item:i");
+    }
+
+    @Test
     void zeroWaitFailsAtOnceWhileAnotherThreadHoldsTheKey() throws Exception {
         holder = Holder.hold(lockTemplate, "item:busy");
         long start = System.nanoTime();
