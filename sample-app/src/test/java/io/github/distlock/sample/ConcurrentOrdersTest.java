@@ -29,7 +29,8 @@ class ConcurrentOrdersTest {
 
     @BeforeAll
     static void start() {
-        app = InProcessApp.start();
+        // buyers queue for the product lock; a slow CI machine must not turn waiting into lock-not-acquired
+        app = InProcessApp.start("--distlock.wait-time=30s");
     }
 
     @AfterAll
