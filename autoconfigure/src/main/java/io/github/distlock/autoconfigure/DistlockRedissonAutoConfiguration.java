@@ -4,7 +4,6 @@ import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockProvider;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -40,9 +39,12 @@ public final class DistlockRedissonAutoConfiguration {
         @Bean(destroyMethod = "shutdown")
         RedissonClient distlockRedissonClient(DataRedisConnectionDetails details, DataRedisProperties redisProperties,
                 DistlockProperties properties, ObjectProvider<RedissonConfigCustomizer> customizers) {
-            Config config = RedissonConfigFactory.create(details, redisProperties, properties);
-            customizers.orderedStream().forEach(customizer -> customizer.customize(config));
-            return Redisson.create(config);
+            RedissonConfigFactory.RedissonSettings settings = RedissonConfigFactory.create(details, redisProperties, properties);
+            customizers.orderedStream().forEach(customizer -> {
+                customizer.customize(settings.config());
+                customizer.customizeServer(settings.server());
+            });
+            return Redisson.create(settings.config());
         }
     }
 

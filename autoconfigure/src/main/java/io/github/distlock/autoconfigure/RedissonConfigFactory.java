@@ -24,7 +24,12 @@ final class RedissonConfigFactory {
     private RedissonConfigFactory() {
     }
 
-    static Config create(DataRedisConnectionDetails details, DataRedisProperties properties, DistlockProperties distlock) {
+    /** A Redisson config and the settings of the server mode it uses. */
+    record RedissonSettings(Config config, BaseConfig<?> server) {
+    }
+
+    static RedissonSettings create(DataRedisConnectionDetails details, DataRedisProperties properties,
+            DistlockProperties distlock) {
         Config config = new Config();
         config.setLockWatchdogTimeout(distlock.getWatchdogTimeout().toMillis());
         config.setUsername(details.getUsername());
@@ -82,7 +87,7 @@ final class RedissonConfigFactory {
         if (properties.getClientName() != null) {
             server.setClientName(properties.getClientName());
         }
-        return config;
+        return new RedissonSettings(config, server);
     }
 
     private static List<String> addresses(String scheme, List<DataRedisConnectionDetails.Node> nodes) {

@@ -86,6 +86,20 @@ class DistlockAutoConfigurationTest {
     }
 
     @Test
+    void customizersReachTheServerSettingsOfTheChosenMode() {
+        AtomicReference<Config> captured = new AtomicReference<>();
+        capturingConfig(captured)
+                .withBean("failFast", RedissonConfigCustomizer.class,
+                        () -> RedissonConfigCustomizer.server(server -> server.setRetryAttempts(1)))
+                .withPropertyValues("spring.data.redis.host=redis.example")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(ConfigAccess.single(captured.get()).getRetryAttempts()).isEqualTo(1);
+                    assertThat(ConfigAccess.single(captured.get()).getAddress()).isEqualTo("redis://redis.example:6379");
+                });
+    }
+
+    @Test
     void mapsAUrlWithSslToRediss() {
         AtomicReference<Config> captured = new AtomicReference<>();
         capturingConfig(captured)
