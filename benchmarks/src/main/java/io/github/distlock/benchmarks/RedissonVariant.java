@@ -15,6 +15,30 @@ public enum RedissonVariant {
         }
     },
 
+    /** Only {@code nettyThreads} = available processors (minimum 2); everything else as {@link #DEFAULT}. */
+    NETTY_CPUS {
+        @Override
+        void apply(Config config) {
+            config.setNettyThreads(cpus());
+        }
+    },
+
+    /** Only {@code nettyThreads} = 2 x available processors, Netty's own default; everything else as {@link #DEFAULT}. */
+    NETTY_2CPUS {
+        @Override
+        void apply(Config config) {
+            config.setNettyThreads(2 * cpus());
+        }
+    },
+
+    /** Only {@code threads} = available processors (minimum 2); everything else as {@link #DEFAULT}. */
+    THREADS_CPUS {
+        @Override
+        void apply(Config config) {
+            config.setThreads(cpus());
+        }
+    },
+
     /**
      * Thread pools sized to the machine instead of Redisson's fixed 16 + 32: {@code threads} and {@code nettyThreads} =
      * available processors (minimum 2), and a smaller idle pool (Redisson opens 24 connections at start-up by default).
@@ -22,7 +46,7 @@ public enum RedissonVariant {
     LEAN {
         @Override
         void apply(Config config) {
-            int cpus = Math.max(2, Runtime.getRuntime().availableProcessors());
+            int cpus = cpus();
             config.setThreads(cpus);
             config.setNettyThreads(cpus);
             config.useSingleServer().setConnectionMinimumIdleSize(Math.min(8, cpus * 2));
@@ -30,4 +54,8 @@ public enum RedissonVariant {
     };
 
     abstract void apply(Config config);
+
+    static int cpus() {
+        return Math.max(2, Runtime.getRuntime().availableProcessors());
+    }
 }
