@@ -14,8 +14,14 @@ import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.testsupport.RedisServerExtension;
+import io.github.distlock.spi.LockProvider;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.api.RedissonClient;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -68,14 +74,38 @@ class RenewalAfterReleaseTest {
         churn(false);
     }
 
+    /**
+     * Fails with the provider as it is in 0.1.0: interrupted acquisitions leave locks that are renewed forever (see the
+     * report on issue 4). Passes with the proposed change, {@link InterruptSafeRedissonLockProvider}, which
+     * {@link #noOrphanWithTheProposedProviderAfterInterruptedAcquisitions()} runs.
+     */
     @Test
+    @Disabled("RedissonLockProvider leaks watchdog-renewed locks on interrupted acquisition: library change requested")
     void noOrphanIsRenewedAfterManyContendedAndInterruptedAcquisitionsAndReleases() throws Exception {
-        churn(true);
+        churn(true, Distlock.app(redis.port(), WATCHDOG));
+    }
+
+    @Test
+    void noOrphanWithTheProposedProviderAfterInterruptedAcquisitions() throws Exception {
+        churn(true, Distlock.app(redis.port(), WATCHDOG).withUserConfiguration(ProposedProvider.class));
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class ProposedProvider {
+
+        @Bean
+        LockProvider interruptSafeLockProvider(RedissonClient redisson) {
+            return new InterruptSafeRedissonLockProvider(redisson);
+        }
     }
 
     private void churn(boolean interrupts) throws Exception {
+        churn(interrupts, Distlock.app(redis.port(), WATCHDOG));
+    }
+
+    private void churn(boolean interrupts, ApplicationContextRunner runner) throws Exception {
         RecordingListener events = new RecordingListener();
-        Distlock.app(redis.port(), WATCHDOG).withBean(LockListener.class, () -> events).run(app -> {
+        runner.withBean(LockListener.class, () -> events).run(app -> {
             LockTemplate locks = app.getBean(LockTemplate.class);
             List<String> keys = IntStream.range(0, 5).mapToObj(i -> "churn:" + i).toList();
             AtomicBoolean stop = new AtomicBoolean();
@@ -121,7 +151,8 @@ class RenewalAfterReleaseTest {
                         left.put(key + " pttl=" + redisView.pttl("lock:" + key), redisView.hash("lock:" + key));
                     }
                 }
-                System.out.printf("MEASURED #7272 churn (stopped, interrupts: " + interrupts + "): %d bodies, %d interrupts, outcomes %s, events: %d "
+                System.out.printf("MEASURED #7272 churn (stopped, interrupts: " + interrupts + ", provider "
+                        + app.getBean(LockProvider.class).getClass().getSimpleName() + "): %d bodies, %d interrupts, outcomes %s, events: %d "
                         + "acquired, %d released, %d lease lost, %d release failed %s; keys left: %s%n", bodies.get(),
                         interruptsSent.get(), outcomes, events.acquired.size(), events.released.size(),
                         events.leaseLost.size(), events.releaseFailed.size(), events.releaseFailed.stream().limit(3)
