@@ -63,7 +63,7 @@ class RenewalAfterReleaseTest {
                 System.out.printf("MEASURED #7272 single: %d script calls while held 1 watchdog timeout (lock, "
                         + "renewals, unlock); after release %d checks over %d ms found no key; Redis traffic then: %s%n",
                         scriptsWhileHeld, checks.get(), watch.toMillis(), traffic);
-                assertThat(scriptsWhileHeld).as("lock + at least 2 renewals + unlock").isGreaterThanOrEqualTo(4);
+                assertThat(scriptsWhileHeld).as("lock + at least 1 renewal + unlock").isGreaterThanOrEqualTo(3);
                 assertThat(RedisInspector.scriptCalls(traffic)).as("renewal scripts after release").isZero();
             }
         });
