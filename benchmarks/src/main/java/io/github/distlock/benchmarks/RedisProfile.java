@@ -38,10 +38,23 @@ public final class RedisProfile {
     private RedisProfile() {
     }
 
-    /** Usage: {@code RedisProfile [cycles per case]}. */
+    /** Usage: {@code RedisProfile [cycles per case] [variants]}; {@code variants} profiles the Redisson configs. */
     public static void main(String[] args) throws Exception {
         int cycles = (args.length > 0) ? Integer.parseInt(args[0]) : 20_000;
-        print(run(defaultCases(), cycles), System.out);
+        boolean variants = args.length > 1 && args[1].equals("variants");
+        print(run(variants ? variantCases() : defaultCases(), cycles), System.out);
+    }
+
+    /** Raw Redisson (watchdog, distinct keys) under every {@link RedissonVariant}, at 1, 8 and 64 threads. */
+    static List<Case> variantCases() {
+        List<Case> cases = new ArrayList<>();
+        for (int threads : new int[] {1, 8, 64}) {
+            for (RedissonVariant variant : RedissonVariant.values()) {
+                cases.add(new Case("Redisson, watchdog, " + threads + " thr, " + variant, Impl.REDISSON, Lease.WATCHDOG,
+                        variant, threads, false));
+            }
+        }
+        return cases;
     }
 
     static List<Case> defaultCases() {
@@ -62,6 +75,10 @@ public final class RedisProfile {
 
     static List<Result> run(List<Case> cases, int cycles) throws Exception {
         List<Result> results = new ArrayList<>();
+        // the first case in a fresh JVM would also pay for class loading and most of the JIT: run it once, unrecorded
+        try (BenchEnvironment env = BenchEnvironment.start(cases.get(0).variant())) {
+            measure(env, cases.get(0), cycles);
+        }
         for (Case c : cases) {
             try (BenchEnvironment env = BenchEnvironment.start(c.variant())) {
                 results.add(measure(env, c, cycles));

@@ -15,27 +15,23 @@ public enum RedissonVariant {
         }
     },
 
-    /** Only {@code nettyThreads} = available processors (minimum 2); everything else as {@link #DEFAULT}. */
-    NETTY_CPUS {
-        @Override
-        void apply(Config config) {
-            config.setNettyThreads(cpus());
-        }
-    },
-
-    /** Only {@code nettyThreads} = 2 x available processors, Netty's own default; everything else as {@link #DEFAULT}. */
+    /** Only {@code nettyThreads} = 2 x available processors (Netty's own default), at most Redisson's 32. */
     NETTY_2CPUS {
         @Override
         void apply(Config config) {
-            config.setNettyThreads(2 * cpus());
+            config.setNettyThreads(Math.min(32, 2 * cpus()));
         }
     },
 
-    /** Only {@code threads} = available processors (minimum 2); everything else as {@link #DEFAULT}. */
-    THREADS_CPUS {
+    /**
+     * The proposed auto-configuration default: {@code nettyThreads} = 2 x CPUs and {@code threads} = CPUs (minimum 2),
+     * each capped at Redisson's own default (32 and 16), so machines with 16+ cores see no change; pools untouched.
+     */
+    PROPOSED {
         @Override
         void apply(Config config) {
-            config.setThreads(cpus());
+            config.setNettyThreads(Math.min(32, 2 * cpus()));
+            config.setThreads(Math.min(16, cpus()));
         }
     },
 
