@@ -57,13 +57,14 @@ class RedisRestartTest {
     void callsFailTypedAndBoundedWhileRedisIsDownNoBodyRunsUnlockedAndLockingResumesWithTheSameClient() throws Exception {
         RecordingListener events = new RecordingListener();
         AtomicInteger generation = new AtomicInteger();
+        AtomicInteger phase = new AtomicInteger(UP);
         Queue<Call> calls = new ConcurrentLinkedQueue<>();
         Set<Long> bodiesRun = ConcurrentHashMap.newKeySet();
         Queue<String> violations = new ConcurrentLinkedQueue<>();
         AtomicLong verifiedBodies = new AtomicLong();
 
         try (RedisInspector redisView = new RedisInspector(redis.port())) {
-            Worker worker = new Worker(redisView, generation, bodiesRun, violations, verifiedBodies);
+            Worker worker = new Worker(redisView, generation, phase, bodiesRun, violations, verifiedBodies);
             Distlock.app(redis.port(), WATCHDOG)
                     .withPropertyValues("spring.data.redis.timeout=" + COMMAND_TIMEOUT.toMillis() + "ms",
                             "spring.data.redis.connect-timeout=" + COMMAND_TIMEOUT.toMillis() + "ms")
@@ -94,10 +95,11 @@ class RedisRestartTest {
                         while (stopCallers.getCount() > 0) {
                             long id = callIds.incrementAndGet();
                             int gen = generation.get();
+                            int phaseAtCall = phase.get();
                             long start = System.nanoTime();
                             Throwable failure = null;
                             try {
-                                locked.work("job:" + (id % 3), id, gen);
+                                locked.work("job:" + (id % 3), id, gen, phaseAtCall);
                             }
                             catch (Throwable ex) {
                                 failure = ex;
@@ -114,10 +116,12 @@ class RedisRestartTest {
                     generation.incrementAndGet();
                     redis.stop();
                     long stoppedAt = System.nanoTime();
+                    phase.set(DOWN);
                     // stay down until calls begun in the outage have ended, typed errors as the assertions below expect
                     await().atMost(Duration.ofSeconds(20)).until(() -> calls.stream()
                             .filter(c -> c.start() > stoppedAt).count() >= 5);
                     long downMs = (System.nanoTime() - stoppedAt) / 1_000_000;
+                    phase.set(RESTARTING);
                     redis.restart();
                     long restartedAt = System.nanoTime();
 
@@ -178,6 +182,10 @@ class RedisRestartTest {
         }
     }
 
+    private static final int UP = 0;
+    private static final int DOWN = 1;
+    private static final int RESTARTING = 2;
+
     private static long successes(Queue<Call> calls, long after) {
         return calls.stream().filter(c -> c.start() > after && c.failure() == null).count();
     }
@@ -195,22 +203,29 @@ class RedisRestartTest {
 
         private final RedisInspector redisView;
         private final AtomicInteger generation;
+        private final AtomicInteger phase;
         private final Set<Long> bodiesRun;
         private final Queue<String> violations;
         private final AtomicLong verified;
 
-        Worker(RedisInspector redisView, AtomicInteger generation, Set<Long> bodiesRun, Queue<String> violations,
-                AtomicLong verified) {
+        Worker(RedisInspector redisView, AtomicInteger generation, AtomicInteger phase, Set<Long> bodiesRun,
+                Queue<String> violations, AtomicLong verified) {
             this.redisView = redisView;
             this.generation = generation;
+            this.phase = phase;
             this.bodiesRun = bodiesRun;
             this.violations = violations;
             this.verified = verified;
         }
 
         @DistributedLock(key = "#job", waitTime = 200, leaseTime = DistributedLock.WATCHDOG)
-        public void work(String job, long callId, int generationAtCall) {
+        public void work(String job, long callId, int generationAtCall, int phaseAtCall) {
             bodiesRun.add(callId);
+            // begun after the server process was gone and running before it was started again: no lock can exist
+            if (phaseAtCall == DOWN && phase.get() == DOWN) {
+                violations.add("call " + callId + " ran " + job + " while Redis was down");
+                return;
+            }
             boolean exists;
             try {
                 exists = redisView.exists("lock:" + job);
