@@ -65,9 +65,10 @@ public final class RedisProfile {
                 new Case("@DistributedLock, watchdog", Impl.ANNOTATION, Lease.WATCHDOG, RedissonVariant.DEFAULT, 1, false),
                 new Case("@DistributedLock, fixed lease", Impl.ANNOTATION, Lease.FIXED, RedissonVariant.DEFAULT, 1, false),
                 new Case("raw SET NX PX + Lua", Impl.RAW, Lease.FIXED, RedissonVariant.DEFAULT, 1, false),
-                new Case("Redisson, watchdog, LEAN config", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.LEAN, 1, false),
+                new Case("Redisson, watchdog, PROPOSED config", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.PROPOSED, 1, false),
                 new Case("Redisson, watchdog, 8 thr", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.DEFAULT, 8, false),
-                new Case("Redisson, watchdog, 8 thr, LEAN", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.LEAN, 8, false),
+                new Case("Redisson, watchdog, 8 thr, PROPOSED", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.PROPOSED, 8, false),
+                new Case("@DistributedLock, watchdog, 8 thr", Impl.ANNOTATION, Lease.WATCHDOG, RedissonVariant.DEFAULT, 8, false),
                 new Case("raw, 8 thr", Impl.RAW, Lease.FIXED, RedissonVariant.DEFAULT, 8, false),
                 new Case("Redisson, watchdog, 8 thr, 1 hot key", Impl.REDISSON, Lease.WATCHDOG, RedissonVariant.DEFAULT, 8, true),
                 new Case("raw (1 ms polling), 8 thr, 1 hot key", Impl.RAW, Lease.FIXED, RedissonVariant.DEFAULT, 8, true));
