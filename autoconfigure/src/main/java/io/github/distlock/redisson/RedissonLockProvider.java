@@ -1,6 +1,8 @@
 package io.github.distlock.redisson;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.spi.LockHandle;
@@ -20,6 +22,8 @@ public class RedissonLockProvider implements LockProvider {
     /** Redisson's lease value for "no fixed lease: renew by watchdog". */
     private static final long WATCHDOG = -1;
 
+    private static final Long NOT_FENCED = -1L;
+
     private final RedissonClient redisson;
 
     /**
@@ -32,14 +36,38 @@ public class RedissonLockProvider implements LockProvider {
     @Override
     public LockHandle tryAcquire(String key, long waitNanos, long leaseNanos, boolean fenced) throws InterruptedException {
         long lease = (leaseNanos > 0) ? leaseNanos : WATCHDOG;
+        // Redisson makes the thread part of the owner's identity; pinning it lets any thread name the same owner
+        long owner = Thread.currentThread().getId();
+        RLock lock;
+        CompletableFuture<Long> acquisition;
         if (fenced) {
-            RFencedLock lock = redisson.getFencedLock(key);
-            Long token = lock.tryLockAndGetToken(waitNanos, lease, TimeUnit.NANOSECONDS);
-            return (token != null) ? new RedissonLockHandle(lock, Thread.currentThread().getId(), token) : null;
+            RFencedLock fencedLock = redisson.getFencedLock(key);
+            lock = fencedLock;
+            acquisition = fencedLock.tryLockAndGetTokenAsync(waitNanos, lease, TimeUnit.NANOSECONDS).toCompletableFuture();
         }
-        RLock lock = redisson.getLock(key);
-        return lock.tryLock(waitNanos, lease, TimeUnit.NANOSECONDS)
-                ? new RedissonLockHandle(lock, Thread.currentThread().getId(), -1) : null;
+        else {
+            lock = redisson.getLock(key);
+            acquisition = lock.tryLockAsync(waitNanos, lease, TimeUnit.NANOSECONDS, owner).toCompletableFuture()
+                    .thenApply(acquired -> acquired ? NOT_FENCED : null);
+        }
+        Long token;
+        try {
+            token = acquisition.get();
+        }
+        catch (InterruptedException ex) {
+            // The blocking tryLock would give up here while its script may still take the lock (and arm the
+            // watchdog) for a caller that is gone: a lock nobody releases, renewed forever. Give back whatever arrives.
+            acquisition.whenComplete((acquired, failure) -> {
+                if (failure == null && acquired != null) {
+                    lock.unlockAsync(owner);
+                }
+            });
+            throw ex;
+        }
+        catch (ExecutionException ex) {
+            throw (ex.getCause() instanceof RuntimeException cause) ? cause : new IllegalStateException(ex.getCause());
+        }
+        return (token != null) ? new RedissonLockHandle(lock, owner, token) : null;
     }
 
     /** The redisson client behind the locks. */
