@@ -99,6 +99,7 @@ public class DefaultLockTemplate implements LockTemplate {
     private <T, E extends Throwable> T runAndRelease(String fullKey, LockHandle handle, boolean fenced,
             LockCallback<T, E> callback) throws E {
         long acquiredAt = System.nanoTime();
+        handle.whenLost(reason -> reportLostWhileHeld(fullKey, acquiredAt, reason));
         if (fenced) {
             LockContext.push(fullKey, handle.fencingToken());
         }
@@ -128,14 +129,24 @@ public class DefaultLockTemplate implements LockTemplate {
             return;
         }
         if (released) {
+            if (handle.lostWhileHeld()) {
+                logger.info("Lock '" + fullKey + "', reported lost while held, was still this holder's at release");
+            }
             notifyListeners(LockListener::onReleased, fullKey, acquiredAt, acquiredAt, null);
         }
-        else {
+        else if (!handle.lostWhileHeld()) {
             logger.warn("Lock '" + fullKey + "' was lost before it was released, after " + millisSince(acquiredAt)
                     + " ms: its lease ran out or could not be renewed, so another caller may have held it meanwhile. "
                     + "The guarded call's own result stands; use a longer lease, the watchdog, or fencing tokens.");
             notifyListeners(LockListener::onLeaseLost, fullKey, acquiredAt, acquiredAt, null);
         }
+    }
+
+    /** Called on a backend thread while the guarded code still runs. */
+    private void reportLostWhileHeld(String fullKey, long acquiredAt, String reason) {
+        logger.warn("Lock '" + fullKey + "' was lost while its holder still runs, " + millisSince(acquiredAt)
+                + " ms after it was acquired: " + reason + ". Another caller may take it now.");
+        notifyListeners(LockListener::onLeaseLost, fullKey, acquiredAt, acquiredAt, null);
     }
 
     private void notifyListeners(BiConsumer<LockListener, LockEvent> callback, String fullKey, long waitStart,

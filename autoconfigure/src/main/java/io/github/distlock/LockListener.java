@@ -23,8 +23,10 @@ public interface LockListener {
     }
 
     /**
-     * The guarded code finished, but the lock was no longer this holder's: a fixed lease ran out, or the watchdog could
-     * not renew it (Redis unreachable or restarted). Another caller may have held the lock while the code ran.
+     * The lock was lost: found at release (a fixed lease ran out, or the watchdog could not renew it because Redis was
+     * unreachable or restarted), or, for a watchdog lock, found while the guarded code still runs (then called on a
+     * background thread, and not again at release). Another caller may hold or have held the lock meanwhile.
+     * Called at most once per acquisition.
      */
     default void onLeaseLost(LockEvent event) {
     }

@@ -4,6 +4,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
@@ -17,7 +19,7 @@ import org.redisson.api.RedissonClient;
  *
  * <p>A fresh lock object is taken per call: Redisson's lock objects keep per-acquisition state.
  */
-public class RedissonLockProvider implements LockProvider {
+public class RedissonLockProvider implements LockProvider, AutoCloseable {
 
     /** Redisson's lease value for "no fixed lease: renew by watchdog". */
     private static final long WATCHDOG = -1;
@@ -25,12 +27,15 @@ public class RedissonLockProvider implements LockProvider {
     private static final Long NOT_FENCED = -1L;
 
     private final RedissonClient redisson;
+    private final LeaseMonitor monitor;
 
     /**
-     * @param redisson the client the locks live in
+     * @param redisson the client the locks live in; its {@code lockWatchdogTimeout} also paces the check that
+     * reports a watchdog lock lost while it is held
      */
     public RedissonLockProvider(RedissonClient redisson) {
         this.redisson = redisson;
+        this.monitor = new LeaseMonitor(redisson.getConfig().getLockWatchdogTimeout());
     }
 
     @Override
@@ -67,7 +72,25 @@ public class RedissonLockProvider implements LockProvider {
         catch (ExecutionException ex) {
             throw (ex.getCause() instanceof RuntimeException cause) ? cause : new IllegalStateException(ex.getCause());
         }
-        return (token != null) ? new RedissonLockHandle(lock, owner, token) : null;
+        if (token == null) {
+            return null;
+        }
+        RedissonLockHandle handle = new RedissonLockHandle(lock, owner, token, (lease == WATCHDOG) ? monitor : null);
+        if (lease == WATCHDOG) {
+            monitor.watch(handle);
+        }
+        return handle;
+    }
+
+    /** Stops the lease monitor; the client itself belongs to whoever created it. */
+    @Override
+    public void close() {
+        monitor.close();
+    }
+
+    /** Watchdog locks whose loss would be reported right now (for tests and diagnostics). */
+    int watchedLocks() {
+        return monitor.watchedCount();
     }
 
     /** The redisson client behind the locks. */
@@ -75,16 +98,49 @@ public class RedissonLockProvider implements LockProvider {
         return redisson;
     }
 
-    /** @param threadId the acquiring thread, which Redisson made part of the owner's identity */
-    private record RedissonLockHandle(RLock lock, long threadId, long fencingToken) implements LockHandle {
+    /** One held lock; mutable only in what the lease monitor tracks. */
+    static final class RedissonLockHandle implements LockHandle {
+
+        private final RLock lock;
+        private final long owner;
+        private final long fencingToken;
+        private final LeaseMonitor monitor;
+        private final AtomicBoolean lostReported = new AtomicBoolean();
+        private volatile Consumer<String> lostCallback;
+        private volatile String lostReason;
+        volatile long confirmedAt;
+        volatile boolean checking;
+
+        RedissonLockHandle(RLock lock, long owner, long fencingToken, LeaseMonitor monitor) {
+            this.lock = lock;
+            this.owner = owner;
+            this.fencingToken = fencingToken;
+            this.monitor = monitor;
+        }
+
+        RLock lock() {
+            return lock;
+        }
+
+        long owner() {
+            return owner;
+        }
+
+        @Override
+        public long fencingToken() {
+            return fencingToken;
+        }
 
         @Override
         public boolean release() {
+            if (monitor != null) {
+                monitor.unwatch(this);
+            }
             try {
                 // The unlock script checks the owner (client id + thread id): it never deletes another holder's lock,
                 // and reports a lock we no longer own as IllegalMonitorStateException. join(), unlike unlock(), is not
                 // cut short when the guarded code left the thread interrupted: we learn the real outcome.
-                lock.unlockAsync(threadId).toCompletableFuture().join();
+                lock.unlockAsync(owner).toCompletableFuture().join();
                 return true;
             }
             catch (CompletionException ex) {
@@ -92,6 +148,33 @@ public class RedissonLockProvider implements LockProvider {
                     return false;
                 }
                 throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+            }
+        }
+
+        @Override
+        public void whenLost(Consumer<String> callback) {
+            lostCallback = callback;
+            if (lostReason != null) {
+                fireLost();
+            }
+        }
+
+        @Override
+        public boolean lostWhileHeld() {
+            return lostReported.get();
+        }
+
+        void lost(String reason) {
+            lostReason = reason;
+            if (lostCallback != null) {
+                fireLost();
+            }
+        }
+
+        /** Either side may come second (loss found, callback registered): whichever does fires, once. */
+        private void fireLost() {
+            if (lostReported.compareAndSet(false, true)) {
+                lostCallback.accept(lostReason);
             }
         }
     }

@@ -16,4 +16,19 @@ public interface LockHandle {
      * @throws RuntimeException when the backend fails; the lock then expires by itself
      */
     boolean release();
+
+    /**
+     * Registers code to run (once, on a backend thread) if the backend learns, while the lock is still held, that it
+     * was lost: renewal stopped working or the key was found gone. A backend that cannot tell never calls it; a loss
+     * is then only seen by {@link #release()}.
+     *
+     * @param callback receives a sentence saying how the loss was found
+     */
+    default void whenLost(java.util.function.Consumer<String> callback) {
+    }
+
+    /** Whether {@link #whenLost} has already reported this lock lost. */
+    default boolean lostWhileHeld() {
+        return false;
+    }
 }

@@ -121,6 +121,24 @@ class LeaseAndWatchdogTest extends RedisIntegrationTest {
         assertThat(redisCommands.exists("lock:work:lost")).isZero();
     }
 
+    @Test
+    void aWatchdogLockLostWhileHeldIsReportedWhileTheMethodStillRuns(CapturedOutput output) throws Exception {
+        CountDownLatch finish = new CountDownLatch(1);
+        CompletableFuture<String> holding = CompletableFuture.supplyAsync(() -> worker.watchdog("vanished", finish));
+        await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.exists("lock:work:vanished") == 1);
+
+        // what a failover to a replica that never saw the lock, or a restart without persistence, does to it
+        redisCommands.del("lock:work:vanished");
+
+        await().atMost(Duration.ofSeconds(3)).until(() -> listener.events.contains("leaseLost:lock:work:vanished"));
+        assertThat(holding).as("the method is still running").isNotDone();
+        assertThat(output).contains("Lock 'lock:work:vanished' was lost while its holder still runs");
+        finish.countDown();
+        assertThat(holding.get(5, TimeUnit.SECONDS)).isEqualTo("finished");
+        assertThat(listener.events).as("reported once, not again at release")
+                .containsExactly("acquired:lock:work:vanished", "leaseLost:lock:work:vanished");
+    }
+
     private static int renewals(List<Long> ttls) {
         int renewals = 0;
         for (int i = 1; i < ttls.size(); i++) {

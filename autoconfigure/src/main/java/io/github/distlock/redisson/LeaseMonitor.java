@@ -1,0 +1,108 @@
+package io.github.distlock.redisson;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+/**
+ * Watches the watchdog-renewed locks this process holds, because Redisson does not say when renewal fails (it only
+ * logs; Redisson #4698): every third of the watchdog timeout it asks Redis whether each lock is still its holder's.
+ * A lock found gone or owned by another, or not confirmed for a whole watchdog timeout (Redis unreachable: renewal
+ * cannot have succeeded either, so the key has expired or is about to), is reported lost while its method still runs.
+ *
+ * <p>Invariant: a handle is removed from the watch set before its unlock is sent, so a "not held" answer that
+ * arrives after the release began is never reported as a loss.
+ */
+final class LeaseMonitor implements AutoCloseable {
+
+    private static final Log logger = LogFactory.getLog(LeaseMonitor.class);
+
+    private final Set<RedissonLockProvider.RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
+    private final long timeoutNanos;
+    private final long periodMillis;
+    private volatile ScheduledExecutorService timer;
+
+    LeaseMonitor(long watchdogTimeoutMillis) {
+        this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
+        this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
+    }
+
+    void watch(RedissonLockProvider.RedissonLockHandle handle) {
+        handle.confirmedAt = System.nanoTime();
+        watched.add(handle);
+        if (timer == null) {
+            start();
+        }
+    }
+
+    void unwatch(RedissonLockProvider.RedissonLockHandle handle) {
+        watched.remove(handle);
+    }
+
+    private synchronized void start() {
+        if (timer == null) {
+            ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(task -> {
+                Thread thread = new Thread(task, "distlock-lease-monitor");
+                thread.setDaemon(true);
+                return thread;
+            });
+            executor.scheduleWithFixedDelay(this::check, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+            timer = executor;
+        }
+    }
+
+    private void check() {
+        try {
+            long now = System.nanoTime();
+            for (RedissonLockProvider.RedissonLockHandle handle : watched) {
+                if (now - handle.confirmedAt > timeoutNanos) {
+                    if (watched.remove(handle)) {
+                        handle.lost("not confirmed by Redis for " + TimeUnit.NANOSECONDS.toMillis(now - handle.confirmedAt)
+                                + " ms (watchdog timeout " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
+                                + " ms): renewal cannot have succeeded, so the lock has expired or is about to");
+                    }
+                    continue;
+                }
+                if (handle.checking) {
+                    continue;
+                }
+                handle.checking = true;
+                long sentAt = System.nanoTime();
+                handle.lock().isHeldByThreadAsync(handle.owner()).whenComplete((held, failure) -> {
+                    handle.checking = false;
+                    if (failure != null) {
+                        return;
+                    }
+                    if (held) {
+                        handle.confirmedAt = sentAt;
+                    }
+                    else if (watched.remove(handle)) {
+                        handle.lost("its key is gone from Redis or belongs to another holder");
+                    }
+                });
+            }
+        }
+        catch (RuntimeException ex) {
+            // the timer must survive anything: a dead monitor would silently stop reporting losses
+            logger.warn("Lease check failed; will retry", ex);
+        }
+    }
+
+    /** Locks watched right now. */
+    int watchedCount() {
+        return watched.size();
+    }
+
+    @Override
+    public void close() {
+        ScheduledExecutorService executor = timer;
+        if (executor != null) {
+            executor.shutdownNow();
+        }
+    }
+}
