@@ -47,14 +47,16 @@ public final class HandoffLatency {
         this.threads = threads;
     }
 
-    /** Usage: {@code HandoffLatency [seconds] [threads,...]}. */
+    /** Usage: {@code HandoffLatency [seconds] [threads,...] [redisson variant]}. */
     public static void main(String[] args) throws Exception {
         int seconds = (args.length > 0) ? Integer.parseInt(args[0]) : 10;
         int[] threadCounts = (args.length > 1) ? parseInts(args[1]) : new int[] {2, 8, 64};
+        RedissonVariant variant = (args.length > 2)
+                ? RedissonVariant.valueOf(args[2].toUpperCase(Locale.ROOT)) : RedissonVariant.DEFAULT;
         List<Result> results = new ArrayList<>();
         for (int threads : threadCounts) {
             for (Impl impl : Impl.values()) {
-                results.add(run(impl, threads, Math.max(1, seconds / 3), seconds));
+                results.add(run(impl, threads, Math.max(1, seconds / 3), seconds, variant));
             }
         }
         print(results, System.out);
@@ -66,7 +68,12 @@ public final class HandoffLatency {
 
     /** Runs one case on a fresh Redis and application. */
     static Result run(Impl impl, int threads, int warmupSeconds, int seconds) throws Exception {
-        try (BenchEnvironment env = BenchEnvironment.start(RedissonVariant.DEFAULT)) {
+        return run(impl, threads, warmupSeconds, seconds, RedissonVariant.DEFAULT);
+    }
+
+    /** Runs one case on a fresh Redis and application whose Redisson client has {@code variant} applied. */
+    static Result run(Impl impl, int threads, int warmupSeconds, int seconds, RedissonVariant variant) throws Exception {
+        try (BenchEnvironment env = BenchEnvironment.start(variant)) {
             return new HandoffLatency(impl, threads).measure(env, warmupSeconds, seconds);
         }
     }
