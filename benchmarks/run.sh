@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the distlock benchmarks and writes a Markdown report under benchmarks/target/results/.
 #
-#   benchmarks/run.sh            quick look (~5 min): distinct keys at 1 and 8 threads, short iterations
+#   benchmarks/run.sh            quick look (~8 min): distinct keys at 1 and 8 threads, short iterations
 #   benchmarks/run.sh full       the numbers to publish (~35 min on 2 cores): 1/8/64 threads, distinct and
 #                                contended keys, hand-off latency at 2/8/64 threads, Redisson config variants
 #   benchmarks/run.sh full cycle handoff   only some parts (cycle overhead paired handoff profile variants)
