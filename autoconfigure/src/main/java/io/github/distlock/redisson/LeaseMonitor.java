@@ -51,8 +51,9 @@ final class LeaseMonitor implements AutoCloseable {
                 thread.setDaemon(true);
                 return thread;
             });
-            executor.scheduleWithFixedDelay(this::check, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+            // published before the first check runs, which hands its answers to this executor
             timer = executor;
+            executor.scheduleWithFixedDelay(this::check, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -73,7 +74,8 @@ final class LeaseMonitor implements AutoCloseable {
                 }
                 handle.checking = true;
                 long sentAt = System.nanoTime();
-                handle.lock().isHeldByThreadAsync(handle.owner()).whenComplete((held, failure) -> {
+                // completed on this monitor's thread, not Redisson's event loop: listeners may block or call Redis
+                handle.lock().isHeldByThreadAsync(handle.owner()).whenCompleteAsync((held, failure) -> {
                     handle.checking = false;
                     if (failure != null) {
                         return;
@@ -84,7 +86,7 @@ final class LeaseMonitor implements AutoCloseable {
                     else if (watched.remove(handle)) {
                         handle.lost("its key is gone from Redis or belongs to another holder");
                     }
-                });
+                }, timer);
             }
         }
         catch (RuntimeException ex) {
