@@ -69,8 +69,9 @@ public @interface DistributedLock {
     /**
      * Take a fenced lock: each acquisition gets a token that grows with every acquisition of the key, readable in the
      * method through {@link LockContext#fencingToken()}. Storage that remembers the highest token it has seen can then
-     * refuse a write from a holder whose lease ran out while it was paused. Off by default: a fenced lock keeps one
-     * extra counter key per lock key in Redis.
+     * refuse a write from a holder whose lease ran out while it was paused. Off by default: a fenced lock costs one
+     * more round trip and keeps a counter key per lock key in Redis (expiring when unused, seeded from Redis's clock so
+     * that tokens keep rising even after Redis loses its data).
      */
     boolean fenced() default false;
 }

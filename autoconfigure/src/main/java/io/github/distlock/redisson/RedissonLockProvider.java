@@ -1,5 +1,7 @@
 package io.github.distlock.redisson;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -9,9 +11,12 @@ import java.util.function.Consumer;
 
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
+import org.redisson.RedissonObject;
 import org.redisson.api.RFencedLock;
+import org.redisson.api.RScript;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.LongCodec;
 
 /**
  * Locks on Redisson's {@link RLock} (a Redis hash owned by {@code <client id>:<thread id>}, reentrant, with
@@ -25,6 +30,20 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
     private static final long WATCHDOG = -1;
 
     private static final Long NOT_FENCED = -1L;
+
+    /** How long an unused fencing counter is kept; see {@link #seedFencingCounter}. */
+    private static final Duration FENCING_COUNTER_TTL = Duration.ofDays(7);
+
+    /** A missing counter starts at Redis's clock in microseconds; an existing one gets its time to live renewed. */
+    private static final String SEED_FENCING_COUNTER = """
+            if redis.call('exists', KEYS[1]) == 0 then
+              local now = redis.call('time')
+              redis.call('set', KEYS[1], now[1] .. string.rep('0', 6 - string.len(now[2])) .. now[2], 'px', ARGV[1])
+            else
+              redis.call('pexpire', KEYS[1], ARGV[1])
+            end
+            return 1
+            """;
 
     private final RedissonClient redisson;
     private final LeaseMonitor monitor;
@@ -47,6 +66,7 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         CompletableFuture<Long> acquisition;
         if (fenced) {
             RFencedLock fencedLock = redisson.getFencedLock(key);
+            seedFencingCounter(fencedLock);
             lock = fencedLock;
             acquisition = fencedLock.tryLockAndGetTokenAsync(waitNanos, lease, TimeUnit.NANOSECONDS).toCompletableFuture();
         }
@@ -80,6 +100,26 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             monitor.watch(handle);
         }
         return handle;
+    }
+
+    /**
+     * Redisson's fencing counter ({@code redisson_lock_token:{key}}) starts at 1 and never expires: with per-user keys
+     * the counters pile up forever, and after Redis loses its data (restart without persistence, failover to a
+     * replica that lagged) tokens start again below those storage has already seen, which then refuses every honest
+     * writer. Seeding a missing counter with Redis's clock in microseconds keeps tokens rising across both, so the
+     * counter may expire when unused: a later seed is still higher than any token handed out before (that would take
+     * more than one acquisition per microsecond). Costs one round trip per fenced acquisition.
+     */
+    private void seedFencingCounter(RFencedLock lock) throws InterruptedException {
+        String counter = RedissonObject.prefixName("redisson_lock_token", lock.getName());
+        try {
+            redisson.getScript(LongCodec.INSTANCE).evalAsync(counter, RScript.Mode.READ_WRITE, SEED_FENCING_COUNTER,
+                    RScript.ReturnType.LONG, List.<Object>of(counter), FENCING_COUNTER_TTL.toMillis())
+                    .toCompletableFuture().get();
+        }
+        catch (ExecutionException ex) {
+            throw (ex.getCause() instanceof RuntimeException cause) ? cause : new IllegalStateException(ex.getCause());
+        }
     }
 
     /** Stops the lease monitor; the client itself belongs to whoever created it. */

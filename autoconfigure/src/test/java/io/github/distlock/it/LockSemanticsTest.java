@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
 import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockContext;
 import io.github.distlock.LockEvent;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
@@ -182,6 +183,23 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
         assertThat(lockTemplate.tryExecute("job", LockOptions.DEFAULTS, () -> "ran")).isEqualTo(LockResult.of("ran"));
         assertThat(lockTemplate.tryRun("job", LockOptions.DEFAULTS, () -> { })).isTrue();
+    }
+
+    @Test
+    void fencingTokensRiseAcrossAcquisitionsAndAcrossALostCounter() {
+        LockOptions fenced = LockOptions.DEFAULTS.withFencing();
+        long first = lockTemplate.execute("fenced", fenced, () -> LockContext.fencingToken().orElseThrow());
+        long second = lockTemplate.execute("fenced", fenced, () -> LockContext.fencingToken().orElseThrow());
+        String counter = "redisson_lock_token:{lock:fenced}";
+        assertThat(redisCommands.pttl(counter)).as("the counter expires when unused").isPositive();
+
+        // what a restart without persistence does to the counter
+        redisCommands.del(counter);
+        long afterLoss = lockTemplate.execute("fenced", fenced, () -> LockContext.fencingToken().orElseThrow());
+
+        assertThat(second).isGreaterThan(first);
+        assertThat(afterLoss).isGreaterThan(second);
+        assertThat(LockContext.fencingToken()).as("no token outside the lock").isEmpty();
     }
 
     @Test
