@@ -42,6 +42,7 @@ public class DefaultLockTemplate implements LockTemplate {
 
     @Override
     public <T, E extends Throwable> T execute(String key, LockOptions options, LockCallback<T, E> callback) throws E {
+        Objects.requireNonNull(options, "options");
         String fullKey = fullKey(key);
         long waitNanos = waitNanos(options);
         long start = System.nanoTime();
@@ -55,6 +56,7 @@ public class DefaultLockTemplate implements LockTemplate {
     @Override
     public <T, E extends Throwable> LockResult<T> tryExecute(String key, LockOptions options, LockCallback<T, E> callback)
             throws E {
+        Objects.requireNonNull(options, "options");
         String fullKey = fullKey(key);
         long start = System.nanoTime();
         LockHandle handle = acquire(fullKey, waitNanos(options), leaseNanos(options), options.fenced(), start);
@@ -80,18 +82,18 @@ public class DefaultLockTemplate implements LockTemplate {
         }
         catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
-            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, ex);
+            notifyWaited(LockListener::onNotAcquired, fullKey, start, ex);
             throw new LockAcquisitionException(fullKey, Duration.ofNanos(waitNanos), ex);
         }
         catch (RuntimeException ex) {
-            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, ex);
+            notifyWaited(LockListener::onNotAcquired, fullKey, start, ex);
             throw new LockBackendException(fullKey, ex);
         }
         if (handle == null) {
-            notifyListeners(LockListener::onNotAcquired, fullKey, start, 0, null);
+            notifyWaited(LockListener::onNotAcquired, fullKey, start, null);
         }
         else {
-            notifyListeners(LockListener::onAcquired, fullKey, start, 0, null);
+            notifyWaited(LockListener::onAcquired, fullKey, start, null);
         }
         return handle;
     }
@@ -125,20 +127,20 @@ public class DefaultLockTemplate implements LockTemplate {
         catch (RuntimeException ex) {
             logger.warn("Could not release lock '" + fullKey + "' after " + millisSince(acquiredAt)
                     + " ms; it expires by itself within its lease or the watchdog timeout: " + ex);
-            notifyListeners(LockListener::onReleaseFailed, fullKey, acquiredAt, acquiredAt, ex);
+            notifyHeld(LockListener::onReleaseFailed, fullKey, acquiredAt, ex);
             return;
         }
         if (released) {
             if (handle.lostWhileHeld()) {
                 logger.info("Lock '" + fullKey + "', reported lost while held, was still this holder's at release");
             }
-            notifyListeners(LockListener::onReleased, fullKey, acquiredAt, acquiredAt, null);
+            notifyHeld(LockListener::onReleased, fullKey, acquiredAt, null);
         }
         else if (!handle.lostWhileHeld()) {
             logger.warn("Lock '" + fullKey + "' was lost before it was released, after " + millisSince(acquiredAt)
                     + " ms: its lease ran out or could not be renewed, so another caller may have held it meanwhile. "
                     + "The guarded call's own result stands; use a longer lease, the watchdog, or fencing tokens.");
-            notifyListeners(LockListener::onLeaseLost, fullKey, acquiredAt, acquiredAt, null);
+            notifyHeld(LockListener::onLeaseLost, fullKey, acquiredAt, null);
         }
     }
 
@@ -146,24 +148,34 @@ public class DefaultLockTemplate implements LockTemplate {
     private void reportLostWhileHeld(String fullKey, long acquiredAt, String reason) {
         logger.warn("Lock '" + fullKey + "' was lost while its holder still runs, " + millisSince(acquiredAt)
                 + " ms after it was acquired: " + reason + ". Another caller may take it now.");
-        notifyListeners(LockListener::onLeaseLost, fullKey, acquiredAt, acquiredAt, null);
+        notifyHeld(LockListener::onLeaseLost, fullKey, acquiredAt, null);
     }
 
-    private void notifyListeners(BiConsumer<LockListener, LockEvent> callback, String fullKey, long waitStart,
-            long heldSince, Throwable failure) {
-        if (listeners.length == 0) {
-            return;
+    /** An event about the wait that started at {@code waitStart}. */
+    private void notifyWaited(BiConsumer<LockListener, LockEvent> callback, String fullKey, long waitStart,
+            Throwable failure) {
+        if (listeners.length > 0) {
+            notifyListeners(callback, new LockEvent(fullKey, Duration.ofNanos(System.nanoTime() - waitStart),
+                    Duration.ZERO, failure));
         }
-        long now = System.nanoTime();
-        Duration waited = Duration.ofNanos((heldSince != 0 ? heldSince : now) - waitStart);
-        Duration held = (heldSince != 0) ? Duration.ofNanos(now - heldSince) : Duration.ZERO;
-        LockEvent event = new LockEvent(fullKey, waited, held, failure);
+    }
+
+    /** An event about the hold that started at {@code acquiredAt}. */
+    private void notifyHeld(BiConsumer<LockListener, LockEvent> callback, String fullKey, long acquiredAt,
+            Throwable failure) {
+        if (listeners.length > 0) {
+            notifyListeners(callback, new LockEvent(fullKey, Duration.ZERO,
+                    Duration.ofNanos(System.nanoTime() - acquiredAt), failure));
+        }
+    }
+
+    private void notifyListeners(BiConsumer<LockListener, LockEvent> callback, LockEvent event) {
         for (LockListener listener : listeners) {
             try {
                 callback.accept(listener, event);
             }
             catch (RuntimeException ex) {
-                logger.warn("LockListener " + listener + " failed on lock '" + fullKey + "'; ignored", ex);
+                logger.warn("LockListener " + listener + " failed on lock '" + event.key() + "'; ignored", ex);
             }
         }
     }
