@@ -35,7 +35,8 @@ final class RedissonConfigFactory {
         // Redisson sizes its pools for a big machine (32 Netty event loops, 16 callback threads) whatever the cores:
         // on 2 cores that measured 10.7k lock cycles/s at 8 threads against 16.1k with these caps (docs/performance.md).
         // Only thread counts: lock scripts, leases, the watchdog and ownership are untouched.
-        int cpus = Runtime.getRuntime().availableProcessors();
+        // at least 2: a one-CPU container still needs an event loop free while another waits on a callback
+        int cpus = Math.max(2, Runtime.getRuntime().availableProcessors());
         config.setNettyThreads(Math.min(32, 2 * cpus));
         config.setThreads(Math.min(16, cpus));
         config.setUsername(details.getUsername());
