@@ -38,6 +38,15 @@ public class OrderService {
         return stock.sell(userId, productId, quantity);
     }
 
+    /**
+     * The order with this id.
+     *
+     * @throws OrderNotFoundException when there is none
+     */
+    public Order order(long id) {
+        return repository.findOrder(id).orElseThrow(() -> new OrderNotFoundException(id));
+    }
+
     /** The user's orders. */
     public List<Order> ordersOf(long userId) {
         return repository.findOrders(userId);

@@ -47,6 +47,12 @@ public class ShopController {
         return ResponseEntity.created(URI.create("/api/orders/" + order.id())).body(order);
     }
 
+    /** One order: where {@code Location} of a created order points; 404 when there is none. */
+    @GetMapping("/orders/{id}")
+    public Order order(@PathVariable long id) {
+        return orders.order(id);
+    }
+
     /** The user's orders. */
     @GetMapping("/orders")
     public List<Order> ordersOf(@RequestParam @Positive long userId) {

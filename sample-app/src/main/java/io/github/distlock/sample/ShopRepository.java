@@ -1,5 +1,7 @@
 package io.github.distlock.sample;
 
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
@@ -77,22 +79,36 @@ public class ShopRepository {
                 .single() > 0;
     }
 
-    /** Inserts an order and returns it. */
+    /**
+     * Inserts an order and returns it as stored: read back, so that its {@code createdAt} is the one a later
+     * {@code GET} shows (the column keeps less precision than {@link Instant#now()} and the database rounds).
+     */
     public Order insertOrder(long userId, long productId, int quantity) {
-        Instant now = Instant.now();
         KeyHolder keys = new GeneratedKeyHolder();
         jdbc.sql("INSERT INTO orders (user_id, product_id, quantity, created_at) VALUES (?, ?, ?, ?)")
-                .params(userId, productId, quantity, Timestamp.from(now))
+                .params(userId, productId, quantity, Timestamp.from(Instant.now()))
                 .update(keys, "id");
-        return new Order(keys.getKeyAs(Long.class), userId, productId, quantity, now);
+        long id = keys.getKeyAs(Long.class);
+        return findOrder(id).orElseThrow(() -> new IllegalStateException("Order " + id + " vanished after insert"));
+    }
+
+    /** The order, if it exists. */
+    public Optional<Order> findOrder(long id) {
+        return jdbc.sql("SELECT id, user_id, product_id, quantity, created_at FROM orders WHERE id = ?")
+                .param(id)
+                .query(ShopRepository::order)
+                .optional();
     }
 
     /** The user's orders, oldest first. */
     public List<Order> findOrders(long userId) {
         return jdbc.sql("SELECT id, user_id, product_id, quantity, created_at FROM orders WHERE user_id = ? ORDER BY id")
                 .param(userId)
-                .query((rs, row) -> new Order(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getInt(4),
-                        rs.getTimestamp(5).toInstant()))
+                .query(ShopRepository::order)
                 .list();
+    }
+
+    private static Order order(ResultSet rs, int row) throws SQLException {
+        return new Order(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getInt(4), rs.getTimestamp(5).toInstant());
     }
 }
