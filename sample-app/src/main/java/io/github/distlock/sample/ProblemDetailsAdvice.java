@@ -7,8 +7,10 @@ import java.util.TreeMap;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockBackendException;
 import jakarta.validation.ConstraintViolationException;
+import jakarta.validation.Path;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.springframework.beans.TypeMismatchException;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.data.redis.RedisConnectionFailureException;
 import org.springframework.http.HttpHeaders;
@@ -16,11 +18,14 @@ import org.springframework.http.HttpStatus;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
 import org.springframework.web.bind.MethodArgumentNotValidException;
+import org.springframework.web.bind.MissingServletRequestParameterException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.context.request.WebRequest;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+import tools.jackson.core.exc.StreamReadException;
 
 /**
  * Every error as an RFC 9457 problem detail. Spring MVC's own exceptions (malformed JSON, failed {@code @Valid},
@@ -34,6 +39,12 @@ public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
     private static final Log log = LogFactory.getLog(ProblemDetailsAdvice.class);
     // problem types are identifiers, not pages: a URN says so (RFC 9457 allows non-resolvable type URIs)
     private static final String TYPES = "urn:distlock-sample:problem:";
+
+    private final RequestBodyFields bodyFields;
+
+    ProblemDetailsAdvice(RequestBodyFields bodyFields) {
+        this.bodyFields = bodyFields;
+    }
 
     /** Another request holds the lock (a concurrent duplicate, or buyers queueing longer than the wait time). */
     @ExceptionHandler(LockAcquisitionException.class)
@@ -96,23 +107,64 @@ public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
         return problem(HttpStatus.NOT_FOUND, "product-not-found", "Product not found", ex.getMessage());
     }
 
-    /** A failed constraint on a request parameter or path variable (bodies are handled by the superclass). */
-    @ExceptionHandler(ConstraintViolationException.class)
-    ProblemDetail invalidParameter(ConstraintViolationException ex) {
-        return problem(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", ex.getMessage());
+    @ExceptionHandler(OrderNotFoundException.class)
+    ProblemDetail orderNotFound(OrderNotFoundException ex) {
+        return problem(HttpStatus.NOT_FOUND, "order-not-found", "Order not found", ex.getMessage());
     }
 
-    /** Names each invalid field of the body, so the client can tell what to fix. */
+    /** A failed constraint on a request parameter (bodies are handled by {@link #handleMethodArgumentNotValid}). */
+    @ExceptionHandler(ConstraintViolationException.class)
+    ProblemDetail invalidParameter(ConstraintViolationException ex) {
+        Map<String, String> errors = new TreeMap<>();
+        ex.getConstraintViolations().forEach(violation -> errors.merge(lastNode(violation.getPropertyPath()),
+                violation.getMessage(), ProblemDetailsAdvice::first));
+        return invalidRequest("The request has invalid parameters.", errors);
+    }
+
+    /** Names each invalid field of a readable body, so the client can tell what to fix. */
     @Override
     protected ResponseEntity<Object> handleMethodArgumentNotValid(MethodArgumentNotValidException ex,
             HttpHeaders headers, HttpStatusCode status, WebRequest request) {
-        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request",
-                "The request body has invalid fields.");
         Map<String, String> errors = new TreeMap<>();
         ex.getBindingResult().getFieldErrors()
-                .forEach(error -> errors.putIfAbsent(error.getField(), error.getDefaultMessage()));
-        problem.setProperty("errors", errors);
-        return handleExceptionInternal(ex, problem, headers, status, request);
+                .forEach(error -> errors.merge(error.getField(), error.getDefaultMessage(),
+                        ProblemDetailsAdvice::first));
+        return handleExceptionInternal(ex, invalidRequest("The request body has invalid fields.", errors), headers,
+                status, request);
+    }
+
+    /**
+     * A body that could not be read: names each field that is not of the expected kind ({@code "userId": "abc"}
+     * gives {@code userId: must be a whole number, not a string}) and each invalid one among the rest, or says the
+     * body is not a JSON object at all. Jackson's own message is never shown: it names Java classes.
+     */
+    @Override
+    protected ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex,
+            HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+        Map<String, String> errors = bodyFields.errors(ex, request);
+        String detail = !errors.isEmpty() ? "The request body has invalid fields."
+                : (ex.getCause() instanceof StreamReadException) ? "The request body is not valid JSON."
+                : "The request body must be a JSON object with the documented fields.";
+        return handleExceptionInternal(ex, invalidRequest(detail, errors), headers, status, request);
+    }
+
+    /** A query parameter or path variable that does not convert ({@code /api/orders/abc}). */
+    @Override
+    protected ResponseEntity<Object> handleTypeMismatch(TypeMismatchException ex, HttpHeaders headers,
+            HttpStatusCode status, WebRequest request) {
+        String name = (ex.getPropertyName() != null) ? ex.getPropertyName() : "value";
+        Class<?> type = ex.getRequiredType();
+        boolean whole = type != null && (type == long.class || type == Long.class || type == int.class
+                || type == Integer.class);
+        return handleExceptionInternal(ex, invalidRequest("The request has invalid parameters.",
+                Map.of(name, whole ? "must be a whole number" : "has the wrong format")), headers, status, request);
+    }
+
+    @Override
+    protected ResponseEntity<Object> handleMissingServletRequestParameter(MissingServletRequestParameterException ex,
+            HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+        return handleExceptionInternal(ex, invalidRequest("The request lacks a required parameter.",
+                Map.of(ex.getParameterName(), "is required")), headers, status, request);
     }
 
     @ExceptionHandler(Exception.class)
@@ -120,6 +172,26 @@ public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
         log.error("Unexpected failure", ex);
         return problem(HttpStatus.INTERNAL_SERVER_ERROR, "internal-error", "Internal error",
                 "The request failed unexpectedly; the details are in the server log.");
+    }
+
+    /** The one 400 shape: {@code errors} maps each field or parameter at fault to what it must be. */
+    private static ProblemDetail invalidRequest(String detail, Map<String, String> errors) {
+        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", detail);
+        problem.setProperty("errors", errors);
+        return problem;
+    }
+
+    /** Of several messages for one field, the alphabetically first: the answer is the same on every call. */
+    private static String first(String a, String b) {
+        return (a.compareTo(b) <= 0) ? a : b;
+    }
+
+    private static String lastNode(Path path) {
+        String name = "value";
+        for (Path.Node node : path) {
+            name = node.getName();
+        }
+        return name;
     }
 
     private static ProblemDetail problem(HttpStatus status, String type, String title, String detail) {
