@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -17,8 +18,13 @@ final class ShopClient {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
 
-    /** A response: its status, raw body and parsed JSON body. */
-    record Response(int status, String body, JsonNode json) {
+    /** A response: its status, raw body, parsed JSON body and headers. */
+    record Response(int status, String body, JsonNode json, HttpHeaders headers) {
+
+        /** The {@code Location} header, or "" when none. */
+        String location() {
+            return headers.firstValue("Location").orElse("");
+        }
 
         /** The problem detail's type suffix ({@code urn:distlock-sample:problem:<type>}), or "" when none. */
         String problemType() {
@@ -56,7 +62,7 @@ final class ShopClient {
             HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
             String body = response.body();
             JsonNode json = body.isBlank() ? JSON.missingNode() : JSON.readTree(body);
-            return new Response(response.statusCode(), body, json);
+            return new Response(response.statusCode(), body, json, response.headers());
         }
         catch (IOException ex) {
             throw new UncheckedIOException(request.method() + " " + request.uri() + " failed", ex);
