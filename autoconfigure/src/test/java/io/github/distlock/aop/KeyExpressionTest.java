@@ -67,6 +67,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
 
     @Test
     void nullPartFailsBeforeAnyLockIsTaken() {
+        int before = keys.calls();
         assertThatThrownBy(() -> keys.byName(null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("@DistributedLock on " + Keys.class.getName() + ".byName()")
@@ -74,7 +75,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
         assertThatThrownBy(() -> keys.nested(new Order("u", null)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(".nested()");
-        assertThat(keys.calls).as("the method never ran").isZero();
+        assertThat(keys.calls()).as("the method never ran").isEqualTo(before);
         assertThat(redisCommands.keys("*")).as("no lock such as app:user:null was taken").isEmpty();
     }
 
@@ -83,6 +84,26 @@ class KeyExpressionTest extends RedisIntegrationTest {
         assertThatThrownBy(() -> keys.byName("  "))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("part #userId is blank");
+        assertThat(redisCommands.keys("*")).isEmpty();
+    }
+
+    /** #2 of the correctness review: arrays and collections are rendered by their elements, not their identity. */
+    @Test
+    void arraysAndCollectionsInAPartAreRenderedByTheirElements() {
+        assertThat(keys.args("a", 1)).containsExactly("app:args:[a, 1]");
+        assertThat(keys.args("a", 1)).as("the same arguments, the same key").containsExactly("app:args:[a, 1]");
+        assertThat(keys.list(List.of("x", "y"))).containsExactly("app:list:[x, y]");
+    }
+
+    /** #2: a value whose text is its identity would be a new lock per call: refused before locking. */
+    @Test
+    void partWhoseTextIsAnIdentityFailsBeforeLocking() {
+        int before = keys.calls();
+        assertThatThrownBy(() -> keys.anything(new Object()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(".anything()")
+                .hasMessageContaining("part #value is a java.lang.Object, whose text is its identity");
+        assertThat(keys.calls()).as("the method never ran").isEqualTo(before);
         assertThat(redisCommands.keys("*")).isEmpty();
     }
 
@@ -100,7 +121,12 @@ class KeyExpressionTest extends RedisIntegrationTest {
 
     static class Keys {
 
-        volatile int calls;
+        private final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+
+        /** Read through the proxy: a field read on the CGLIB proxy would see the proxy's own, never-set field. */
+        public int calls() {
+            return calls.get();
+        }
 
         @DistributedLock(key = "'user:' + #userId")
         public List<String> byName(String userId) {
@@ -127,13 +153,28 @@ class KeyExpressionTest extends RedisIntegrationTest {
             return held();
         }
 
+        @DistributedLock(key = "'args:' + #root.args")
+        public List<String> args(String a, int b) {
+            return held();
+        }
+
+        @DistributedLock(key = "'list:' + #items")
+        public List<String> list(List<String> items) {
+            return held();
+        }
+
+        @DistributedLock(key = "'any:' + #value")
+        public List<String> anything(Object value) {
+            return held();
+        }
+
         @DistributedLock(key = "'slot:' + (#a + #b)")
         public List<String> slot(int a, int b) {
             return held();
         }
 
         private List<String> held() {
-            calls++;
+            calls.incrementAndGet();
             return redisCommands.keys("app:*");
         }
     }

@@ -197,14 +197,59 @@ class DistlockAutoConfigurationTest {
         });
     }
 
+    /**
+     * #4 of the correctness review: without a backend, annotated methods used to run unlocked. Now the startup fails
+     * and says how to configure one.
+     */
     @Test
-    void backsOffWithoutRedissonOnTheClasspath() {
+    void annotatedMethodsWithoutABackendFailTheStartup() {
+        runner.withClassLoader(new FilteredClassLoader("org.redisson")).withBean(Locked.class).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).hasStackTraceContaining(
+                    "@DistributedLock on " + Locked.class.getName() + ".place() cannot take a lock: no lock backend")
+                    .hasStackTraceContaining("distlock.enabled=false");
+        });
+        // the Redis auto-configuration excluded: no connection details, so no client and no provider either
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class,
+                        DistlockRedissonAutoConfiguration.class, DistlockAutoConfiguration.class))
+                .withBean(Locked.class)
+                .run(context -> assertThat(context).hasFailed());
+    }
+
+    @Test
+    void withoutAnnotatedMethodsOrABackendTheApplicationStartsWithoutATemplate() {
         runner.withClassLoader(new FilteredClassLoader("org.redisson")).run(context -> {
             assertThat(context).hasNotFailed()
                     .doesNotHaveBean(LockProvider.class)
-                    .doesNotHaveBean(LockTemplate.class)
-                    .doesNotHaveBean(DistributedLockAdvisor.class);
+                    .doesNotHaveBean(LockTemplate.class);
         });
+    }
+
+    @Test
+    void disabledLetsAnnotatedMethodsRunWithoutALock() {
+        runner.withClassLoader(new FilteredClassLoader("org.redisson")).withBean(Locked.class)
+                .withPropertyValues("distlock.enabled=false")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(context.getBean(Locked.class).place("u")).isEqualTo("ran");
+                });
+    }
+
+    @Test
+    void rejectsASubMillisecondLeaseNamingTheProperty() {
+        runner.withPropertyValues("distlock.lease-time=500us", "spring.data.redis.port=" + redis.port()).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause()
+                    .hasMessageContaining("distlock.lease-time must be at least 1ms (or unset for the watchdog), was PT0.0005S");
+        });
+    }
+
+    static class Locked {
+        @io.github.distlock.DistributedLock(key = "'order:' + #userId")
+        public String place(String userId) {
+            return "ran";
+        }
     }
 
     @Test

@@ -67,6 +67,24 @@ class StartupValidationTest {
         assertStartupFails(StaticMethod.class, StaticMethod.class.getName() + ".place()", "the method is static");
     }
 
+    /** #3 of the correctness review: a lease below 1 ms reached Redis as PEXPIRE 0, so the method ran unlocked. */
+    @Test
+    void subMillisecondTimes() {
+        assertStartupFails(SubMillisecondLease.class, SubMillisecondLease.class.getName() + ".place()",
+                "leaseTime must be 0 (watchdog) or at least 1 ms, was 500 MICROSECONDS");
+        assertStartupFails(SubMillisecondWait.class, SubMillisecondWait.class.getName() + ".place()",
+                "waitTime must be 0 or at least 1 ms, was 999 MICROSECONDS");
+    }
+
+    /** #2 of the correctness review: a key part whose text is an object identity is a new lock on every call. */
+    @Test
+    void keyPartsWhoseTextIsAnObjectIdentity() {
+        assertStartupFails(IdentityParameter.class, IdentityParameter.class.getName() + ".place()",
+                "part #cart is a " + Cart.class.getName() + ", whose text is its identity");
+        assertStartupFails(IdentityTarget.class, IdentityTarget.class.getName() + ".place()",
+                "part #root.target is a " + IdentityTarget.class.getName() + ", whose text is its identity");
+    }
+
     @Test
     void unresolvablePlaceholder() {
         assertStartupFails(MissingPlaceholder.class, MissingPlaceholder.class.getName() + ".place()",
@@ -122,6 +140,34 @@ class StartupValidationTest {
     static class StaticMethod {
         @DistributedLock(key = "'order:' + #userId")
         public static void place(String userId) {
+        }
+    }
+
+    static class SubMillisecondLease {
+        @DistributedLock(key = "'order:' + #userId", leaseTime = 500, timeUnit = java.util.concurrent.TimeUnit.MICROSECONDS)
+        public void place(String userId) {
+        }
+    }
+
+    static class SubMillisecondWait {
+        @DistributedLock(key = "'order:' + #userId", waitTime = 999, timeUnit = java.util.concurrent.TimeUnit.MICROSECONDS)
+        public void place(String userId) {
+        }
+    }
+
+    /** No toString() of its own, and final: every instance's text is its identity. */
+    static final class Cart {
+    }
+
+    static class IdentityParameter {
+        @DistributedLock(key = "'cart:' + #cart")
+        public void place(Cart cart) {
+        }
+    }
+
+    static class IdentityTarget {
+        @DistributedLock(key = "'job:' + #root.target")
+        public void place() {
         }
     }
 

@@ -1,0 +1,255 @@
+package io.github.distlock.defects;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockBackendException;
+import io.github.distlock.LockEvent;
+import io.github.distlock.LockListener;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.it.LockTestApplication;
+import io.github.distlock.it.RecordingLockListener;
+import io.github.distlock.testsupport.RedisServerExtension;
+import io.github.distlock.testsupport.TcpProxy;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.core.annotation.Order;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Defects #5 and #6 of the correctness review that need Redis to stall: the library talks to Redis through a
+ * {@link TcpProxy} that the test pauses, so commands time out on the client while the server runs them later.
+ */
+@SpringBootTest(classes = {LockTestApplication.class, TimedOutAcquisitionTest.Config.class},
+        properties = {"distlock.watchdog-timeout=3s", "spring.data.redis.timeout=300ms"})
+@DirtiesContext
+class TimedOutAcquisitionTest {
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    static TcpProxy proxy;
+    static RedisClient inspectorClient;
+    static StatefulRedisConnection<String, String> inspectorConnection;
+    static RedisCommands<String, String> redisCommands;
+
+    @Autowired
+    LockTemplate locks;
+
+    @Autowired
+    RecordingLockListener recorder;
+
+    @Autowired
+    ThrowingOnLost throwingOnLost;
+
+    /** One pooled thread, as a servlet container's worker thread that serves request after request. */
+    private final ExecutorService worker = Executors.newSingleThreadExecutor();
+
+    @DynamicPropertySource
+    static void redisThroughProxy(DynamicPropertyRegistry registry) {
+        proxy = TcpProxy.start(redis.port());
+        registry.add("spring.data.redis.host", () -> "127.0.0.1");
+        registry.add("spring.data.redis.port", proxy::port);
+    }
+
+    @BeforeAll
+    static void connectInspector() {
+        inspectorClient = RedisClient.create(redis.uri());
+        inspectorConnection = inspectorClient.connect();
+        redisCommands = inspectorConnection.sync();
+    }
+
+    @AfterAll
+    static void closeAll() {
+        inspectorConnection.close();
+        inspectorClient.shutdown();
+        proxy.close();
+    }
+
+    @AfterEach
+    void cleanUp() {
+        proxy.resume();
+        worker.shutdownNow();
+        throwingOnLost.armed = false;
+        recorder.events.clear();
+        redisCommands.flushall();
+    }
+
+    /**
+     * #5: the acquisition times out on the client, its script runs when Redis answers again. The orphan must be given
+     * back well within the watchdog timeout, and the next call on the same pooled thread must never re-enter it.
+     */
+    @Test
+    void timedOutAcquisitionIsGivenBackAndNeverReenteredByTheNextCallOnTheSameThread() throws Exception {
+        // the server stops, as in a long GC-like stall: the script waits in its socket and runs when it continues
+        signal("STOP");
+        CompletableFuture<String> first = CompletableFuture.supplyAsync(() -> locks.execute("order:7", () -> "first"), worker);
+        try {
+            assertThatThrownBy(() -> first.get(10, TimeUnit.SECONDS)).hasCauseInstanceOf(LockBackendException.class);
+        }
+        finally {
+            signal("CONT");
+        }
+
+        // the next request served by the same thread, while the late script may have left its lock behind
+        CompletableFuture<String> next = CompletableFuture.supplyAsync(() -> {
+            try {
+                return locks.execute("order:7", () -> "holders " + redisCommands.hgetall("lock:order:7").values());
+            }
+            catch (LockAcquisitionException refused) {
+                return "refused";
+            }
+        }, worker);
+        assertThat(next.get(10, TimeUnit.SECONDS)).as("a call that got the lock must be its only holder, once")
+                .isIn("refused", "holders [1]");
+
+        // given back, not left to expire after the 3 s watchdog timeout (or later, if re-entered)
+        await().atMost(Duration.ofMillis(2000)).until(() -> redisCommands.exists("lock:order:7") == 0);
+        assertThat(CompletableFuture.supplyAsync(() -> locks.execute("order:7", () -> "later"), worker)
+                .get(10, TimeUnit.SECONDS)).isEqualTo("later");
+    }
+
+    /**
+     * #5, the release side: Redis stalls while the method runs, so the release times out and the lock stays behind.
+     * The next call on the same pooled thread must not re-enter that lock (it used to: same thread, same owner), and
+     * the lock must be released once Redis answers again, not left to expire.
+     */
+    @Test
+    void lockWhoseReleaseTimedOutIsNeitherReenteredNorLeftBehind() throws Exception {
+        CompletableFuture<String> first = CompletableFuture.supplyAsync(() -> locks.execute("order:8", () -> {
+            signal("STOP");
+            return "first";
+        }), worker);
+        try {
+            assertThat(first.get(10, TimeUnit.SECONDS)).as("the method's own result stands").isEqualTo("first");
+            assertThat(recorder.events).contains("releaseFailed:lock:order:8");
+        }
+        finally {
+            signal("CONT");
+        }
+
+        CompletableFuture<String> next = CompletableFuture.supplyAsync(() -> {
+            try {
+                return locks.execute("order:8", () -> "holders " + redisCommands.hgetall("lock:order:8").values());
+            }
+            catch (LockAcquisitionException refused) {
+                return "refused";
+            }
+        }, worker);
+        assertThat(next.get(10, TimeUnit.SECONDS)).as("a call that got the lock must be its only holder, once")
+                .isIn("refused", "holders [1]");
+        await().atMost(Duration.ofMillis(2000)).until(() -> redisCommands.exists("lock:order:8") == 0);
+    }
+
+    /**
+     * #6: a listener's Error while the monitor reports an unconfirmed lock must not stop the monitor: a later loss is
+     * still reported while its holder runs.
+     */
+    @Test
+    void listenerErrorDoesNotStopTheLeaseMonitor() throws Exception {
+        CountDownLatch releaseFirst = new CountDownLatch(1);
+        CountDownLatch firstHeld = new CountDownLatch(1);
+        throwingOnLost.armed = true;
+        CompletableFuture<Void> first = CompletableFuture.runAsync(() -> locks.run("m1", () -> {
+            firstHeld.countDown();
+            awaitQuietly(releaseFirst);
+        }));
+        assertThat(firstHeld.await(5, TimeUnit.SECONDS)).isTrue();
+        proxy.pause();
+        // unconfirmed for a whole watchdog timeout: reported lost, and the listener throws an Error
+        await().atMost(Duration.ofSeconds(8)).until(() -> recorder.events.contains("leaseLost:lock:m1"));
+        proxy.resume();
+        releaseFirst.countDown();
+        first.handle((r, e) -> null).get(10, TimeUnit.SECONDS);
+
+        CountDownLatch releaseSecond = new CountDownLatch(1);
+        CountDownLatch secondHeld = new CountDownLatch(1);
+        CompletableFuture<Void> second = CompletableFuture.runAsync(() -> locks.run("m2", () -> {
+            secondHeld.countDown();
+            awaitQuietly(releaseSecond);
+        }));
+        try {
+            assertThat(secondHeld.await(5, TimeUnit.SECONDS)).isTrue();
+            redisCommands.del("lock:m2");
+            await().atMost(Duration.ofSeconds(4)).until(() -> recorder.events.contains("leaseLost:lock:m2"));
+        }
+        finally {
+            releaseSecond.countDown();
+            second.handle((r, e) -> null).get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void signal(String signal) {
+        try {
+            signalOrFail(signal);
+        }
+        catch (Exception ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    private static void signalOrFail(String signal) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(redis.server().pid())).inheritIO().start();
+        assertThat(kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0).as("kill -" + signal).isTrue();
+    }
+
+    /** Throws an Error from onLeaseLost while armed. */
+    static class ThrowingOnLost implements LockListener {
+
+        volatile boolean armed;
+
+        @Override
+        public void onLeaseLost(LockEvent event) {
+            if (armed) {
+                throw new AssertionError("listener bug on " + event.key());
+            }
+        }
+    }
+
+    @TestConfiguration
+    static class Config {
+
+        @Bean
+        @Order(1)
+        RecordingLockListener recordingLockListener() {
+            return new RecordingLockListener();
+        }
+
+        @Bean
+        @Order(2)
+        ThrowingOnLost throwingOnLost() {
+            return new ThrowingOnLost();
+        }
+    }
+
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await(30, TimeUnit.SECONDS);
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
