@@ -2,16 +2,23 @@ package io.github.distlock;
 
 import java.util.OptionalLong;
 
+import io.github.distlock.spi.LockHandle;
+
 /**
- * What the code running under a lock can learn about it.
+ * What the code running under a lock can learn about it, and the locks this thread holds through
+ * {@link LockTemplate}, which is how nested calls re-enter a lock without asking the backend again.
+ *
+ * <p>Invariant: a frame is pushed for every call that runs under a lock (first acquisition or re-entry) and popped
+ * when it returns, before the lock is released; a thread that holds nothing has no frame, so nothing of one call can
+ * be seen by the next call a pooled thread serves.
  */
 public final class LockContext {
 
-    /** Innermost fenced lock held by this thread, linked to the ones it is nested in. */
-    private record Frame(String key, long token, Frame outer) {
+    /** A call running under the lock of {@code handle} for {@code key}, nested in {@code outer}. */
+    record Frame(String key, LockHandle handle, Frame outer) {
     }
 
-    private static final ThreadLocal<Frame> FENCED = new ThreadLocal<>();
+    private static final ThreadLocal<Frame> FRAMES = new ThreadLocal<>();
 
     private LockContext() {
     }
@@ -20,36 +27,51 @@ public final class LockContext {
      * The fencing token of the innermost fenced lock ({@link DistributedLock#fenced()},
      * {@link LockOptions#withFencing()}) this thread holds, or empty when it holds none. Tokens of a key only grow:
      * storage that keeps the highest token it has accepted can reject a write carrying a lower one, which is what a
-     * holder whose lease ran out during a pause would send.
+     * holder whose lease ran out during a pause would send. A nested fenced call on a key this thread already holds
+     * gets the same token as the outer call, or, when the outer call was not fenced, a new one that the outer call
+     * sees too from then on.
      */
     public static OptionalLong fencingToken() {
-        Frame frame = FENCED.get();
-        return (frame != null) ? OptionalLong.of(frame.token()) : OptionalLong.empty();
+        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
+            long token = frame.handle().fencingToken();
+            if (token >= 0) {
+                return OptionalLong.of(token);
+            }
+        }
+        return OptionalLong.empty();
     }
 
     /**
      * The fencing token of the fenced lock for {@code fullKey} (prefix included) this thread holds, or empty.
      */
     public static OptionalLong fencingToken(String fullKey) {
-        for (Frame frame = FENCED.get(); frame != null; frame = frame.outer()) {
+        LockHandle handle = held(fullKey);
+        long token = (handle != null) ? handle.fencingToken() : -1;
+        return (token >= 0) ? OptionalLong.of(token) : OptionalLong.empty();
+    }
+
+    /** The lock this thread holds for {@code fullKey}, or {@code null}. */
+    static LockHandle held(String fullKey) {
+        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
             if (frame.key().equals(fullKey)) {
-                return OptionalLong.of(frame.token());
+                return frame.handle();
             }
         }
-        return OptionalLong.empty();
+        return null;
     }
 
-    static void push(String fullKey, long token) {
-        FENCED.set(new Frame(fullKey, token, FENCED.get()));
+    static Frame enter(String fullKey, LockHandle handle) {
+        Frame frame = new Frame(fullKey, handle, FRAMES.get());
+        FRAMES.set(frame);
+        return frame;
     }
 
-    static void pop() {
-        Frame frame = FENCED.get();
-        if (frame != null && frame.outer() != null) {
-            FENCED.set(frame.outer());
+    static void exit(Frame frame) {
+        if (frame.outer() != null) {
+            FRAMES.set(frame.outer());
         }
         else {
-            FENCED.remove();
+            FRAMES.remove();
         }
     }
 }

@@ -19,14 +19,21 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced)
     /** The configured defaults for wait and lease, not fenced. */
     public static final LockOptions DEFAULTS = new LockOptions(null, null, false);
 
-    /** Rejects negative times. */
+    /**
+     * Rejects negative times and times between zero and one millisecond: backends count in whole milliseconds, and a
+     * lease of 500 µs would reach Redis as "expire now", a lock that is gone before the code runs.
+     */
     public LockOptions {
-        if (waitTime != null && waitTime.isNegative()) {
-            throw new IllegalArgumentException("waitTime must not be negative: " + waitTime);
+        if (waitTime != null && (waitTime.isNegative() || belowOneMilli(waitTime))) {
+            throw new IllegalArgumentException("waitTime must be 0 or at least 1 ms, was " + waitTime);
         }
-        if (leaseTime != null && leaseTime.isNegative()) {
-            throw new IllegalArgumentException("leaseTime must not be negative: " + leaseTime);
+        if (leaseTime != null && (leaseTime.isNegative() || belowOneMilli(leaseTime))) {
+            throw new IllegalArgumentException("leaseTime must be 0 (LockOptions.WATCHDOG) or at least 1 ms, was " + leaseTime);
         }
+    }
+
+    private static boolean belowOneMilli(Duration time) {
+        return !time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0;
     }
 
     /** Options with the given wait and the configured lease. */

@@ -3,6 +3,7 @@ package io.github.distlock.aop;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 
 import io.github.distlock.DistributedLock;
 import org.springframework.beans.BeansException;
@@ -23,13 +24,17 @@ import org.springframework.util.ClassUtils;
 public class DistributedLockMethodValidator implements BeanPostProcessor {
 
     private final ObjectProvider<LockOperationSource> operations;
+    private final BooleanSupplier lockingAvailable;
 
     /**
      * @param operations looked up lazily: a post-processor's dependencies would otherwise be created before
      * configuration properties can be bound
+     * @param lockingAvailable whether a {@link io.github.distlock.LockTemplate} (so a lock backend) exists; asked
+     * without creating anything
      */
-    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations) {
+    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable) {
         this.operations = operations;
+        this.lockingAvailable = lockingAvailable;
     }
 
     @Override
@@ -47,6 +52,14 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
                 throw new BeanInitializationException("@DistributedLock on " + LockOperation.describe(method) + " in bean '"
                         + beanName + "' would never take a lock: the method is " + problem + ", so the Spring proxy cannot "
                         + "intercept it. Make it public (or protected) and non-final, non-static, or use LockTemplate.");
+            }
+            if (!lockingAvailable.getAsBoolean()) {
+                throw new BeanInitializationException("@DistributedLock on " + LockOperation.describe(method)
+                        + " cannot take a lock: no lock backend is configured (no LockProvider bean, so no LockTemplate). "
+                        + "Configure Redis with spring.data.redis.* (the distlock starter brings org.redisson:redisson "
+                        + "and spring-boot-data-redis, which distlock needs on the class path), or declare a "
+                        + "LockProvider bean. Setting distlock.enabled=false instead runs every @DistributedLock method "
+                        + "WITHOUT a lock.");
             }
             try {
                 operations.getObject().getOperation(method, userClass);

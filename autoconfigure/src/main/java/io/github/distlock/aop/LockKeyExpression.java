@@ -1,14 +1,18 @@
 package io.github.distlock.aop;
 
+import java.lang.reflect.Array;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.StringJoiner;
 
 import org.springframework.expression.BeanResolver;
 import org.springframework.expression.EvaluationException;
@@ -64,6 +68,14 @@ final class LockKeyExpression {
      * names neither the method (the caller adds it) nor more than the expression
      */
     static LockKeyExpression parse(String expression, Method method, String[] parameterNames, BeanResolver beanResolver) {
+        return parse(expression, method, null, parameterNames, beanResolver);
+    }
+
+    /**
+     * Parses {@code expression} for {@code method} called on {@code targetClass} (may be {@code null}).
+     */
+    static LockKeyExpression parse(String expression, Method method, Class<?> targetClass, String[] parameterNames,
+            BeanResolver beanResolver) {
         if (expression == null || expression.isBlank()) {
             throw new IllegalArgumentException("key must not be empty");
         }
@@ -76,7 +88,9 @@ final class LockKeyExpression {
         }
         Map<String, Integer> index = parameterIndex(method, parameterNames);
         checkVariables(parsed.getAST(), expression, index, parameterNames);
-        return new LockKeyExpression(expression, split(parsed.getAST()), index, beanResolver);
+        SpelNode[] parts = split(parsed.getAST());
+        checkIdentityParts(parts, expression, method, index, targetClass);
+        return new LockKeyExpression(expression, parts, index, beanResolver);
     }
 
     /** The expression as written (placeholders resolved). */
@@ -118,12 +132,87 @@ final class LockKeyExpression {
     }
 
     private String text(SpelNode part, Object value) {
-        String text = (value != null) ? value.toString() : null;
+        String text = (value != null) ? render(part, value) : null;
         if (text == null || text.isBlank()) {
             throw new IllegalArgumentException("key '" + source + "': part " + part.toStringAST() + " is "
                     + (text == null ? "null" : "blank ('" + text + "')") + "; a lock on it would be shared by every such call");
         }
         return text;
+    }
+
+    /**
+     * The text of a part's value: arrays and collections by their elements (their own text is an identity, or would
+     * differ per call), everything else by its {@code toString()}, which must be the class's own: the inherited
+     * {@code Object.toString()} is an identity ({@code Cart@5ecddf8f}), a new lock on every call.
+     */
+    private String render(SpelNode part, Object value) {
+        if (value instanceof CharSequence || value instanceof Number || value instanceof Boolean
+                || value instanceof Character || value instanceof Enum<?>) {
+            return value.toString();
+        }
+        if (value.getClass().isArray()) {
+            StringJoiner joined = new StringJoiner(", ", "[", "]");
+            for (int i = 0, n = Array.getLength(value); i < n; i++) {
+                Object element = Array.get(value, i);
+                joined.add((element != null) ? render(part, element) : "null");
+            }
+            return joined.toString();
+        }
+        if (value instanceof Collection<?> collection) {
+            StringJoiner joined = new StringJoiner(", ", "[", "]");
+            for (Object element : collection) {
+                joined.add((element != null) ? render(part, element) : "null");
+            }
+            return joined.toString();
+        }
+        if (!HAS_OWN_TO_STRING.get(value.getClass())) {
+            throw new IllegalArgumentException(identityMessage(source, part.toStringAST(), value.getClass())
+                    + " (this call: " + value + ")");
+        }
+        return value.toString();
+    }
+
+    private static String identityMessage(String source, String part, Class<?> type) {
+        return "key '" + source + "': part " + part + " is a " + type.getName() + ", whose text is its identity, a new "
+                + "lock on every call; use one of its properties (" + part + ".id) or give the class a toString()";
+    }
+
+    /** Whether a class's {@code toString()} is its own, not {@code Object}'s; computed once per class. */
+    private static final ClassValue<Boolean> HAS_OWN_TO_STRING = new ClassValue<>() {
+        @Override
+        protected Boolean computeValue(Class<?> type) {
+            try {
+                return type.getMethod("toString").getDeclaringClass() != Object.class;
+            }
+            catch (NoSuchMethodException ex) {
+                return Boolean.FALSE;
+            }
+        }
+    };
+
+    /**
+     * Fails at startup for a part whose text is an identity whatever the call: a parameter of a final class without
+     * its own {@code toString()}, or {@code #root.target} on such a bean class. (Other types are checked per call: a
+     * subclass or the value may still have a {@code toString()} of its own.)
+     */
+    private static void checkIdentityParts(SpelNode[] parts, String expression, Method method, Map<String, Integer> index,
+            Class<?> targetClass) {
+        for (SpelNode part : parts) {
+            String text = part.toStringAST();
+            Class<?> type = null;
+            if (part instanceof VariableReference && index.containsKey(text.substring(1))) {
+                type = method.getParameterTypes()[index.get(text.substring(1))];
+            }
+            else if (text.equals("#root.target") && targetClass != null) {
+                type = targetClass;
+            }
+            boolean neverValueText = type != null && !type.isPrimitive() && !type.isArray() && !type.isInterface()
+                    && (Modifier.isFinal(type.getModifiers()) || type == targetClass)
+                    && !Collection.class.isAssignableFrom(type) && !HAS_OWN_TO_STRING.get(type);
+            if (neverValueText) {
+                throw new IllegalArgumentException(identityMessage(expression, text, type));
+            }
+        }
     }
 
     /** The operands of a left-nested {@code a + b + c} chain, in order; the whole node otherwise. */

@@ -73,7 +73,7 @@ public class LockOperationSource {
         }
         try {
             String expression = resolvePlaceholders(annotation.key());
-            LockKeyExpression key = LockKeyExpression.parse(expression, specific,
+            LockKeyExpression key = LockKeyExpression.parse(expression, specific, targetClass,
                     parameterNames.getParameterNames(specific), beanResolver);
             LockOptions options = new LockOptions(
                     time("waitTime", annotation.waitTime(), annotation.timeUnit(), defaultWait),
@@ -101,6 +101,12 @@ public class LockOperationSource {
         if (value < 0) {
             throw new IllegalArgumentException(attribute + " must be >= 0 (or DistributedLock.DEFAULT), was " + value);
         }
-        return Duration.ofNanos(unit.toNanos(value));
+        Duration time = Duration.ofNanos(unit.toNanos(value));
+        if (!time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0) {
+            // Redis counts in milliseconds: a 500 us lease would reach it as "expire now", a lock gone before the body runs
+            String zero = attribute.equals("leaseTime") ? "0 (watchdog)" : "0";
+            throw new IllegalArgumentException(attribute + " must be " + zero + " or at least 1 ms, was " + value + " " + unit);
+        }
+        return time;
     }
 }

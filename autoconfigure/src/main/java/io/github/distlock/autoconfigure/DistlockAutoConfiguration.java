@@ -9,6 +9,7 @@ import io.github.distlock.aop.DistributedLockMethodValidator;
 import io.github.distlock.aop.LockOperationSource;
 import io.github.distlock.spi.LockProvider;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -27,15 +28,19 @@ import org.springframework.util.function.SingletonSupplier;
 /**
  * {@link LockTemplate} and the {@link io.github.distlock.DistributedLock} advisor, on whichever {@link LockProvider}
  * is there (the Redisson one by default).
+ *
+ * <p>Fails closed: the advisor and the startup checks are registered whether or not a backend is configured, and an
+ * annotated method without a backend fails the startup. Backing off instead would let every annotated method run
+ * without its lock. Only {@code distlock.enabled=false} turns locking off.
  */
 @AutoConfiguration(after = {DistlockRedissonAutoConfiguration.class, AopAutoConfiguration.class})
 @ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
-@ConditionalOnBean(LockProvider.class)
 @EnableConfigurationProperties(DistlockProperties.class)
 @Import(DistlockProxyRegistrar.class)
 public final class DistlockAutoConfiguration {
 
     @Bean
+    @ConditionalOnBean(LockProvider.class)
     @ConditionalOnMissingBean(LockTemplate.class)
     DefaultLockTemplate lockTemplate(LockProvider provider, DistlockProperties properties,
             ObjectProvider<LockListener> listeners) {
@@ -63,7 +68,9 @@ public final class DistlockAutoConfiguration {
 
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-    static DistributedLockMethodValidator distributedLockMethodValidator(ObjectProvider<LockOperationSource> operations) {
-        return new DistributedLockMethodValidator(operations);
+    static DistributedLockMethodValidator distributedLockMethodValidator(ObjectProvider<LockOperationSource> operations,
+            ListableBeanFactory beanFactory) {
+        return new DistributedLockMethodValidator(operations,
+                () -> beanFactory.getBeanNamesForType(LockTemplate.class, true, false).length > 0);
     }
 }

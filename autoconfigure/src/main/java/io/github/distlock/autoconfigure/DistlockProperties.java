@@ -74,6 +74,9 @@ public class DistlockProperties {
         if (waitTime == null || waitTime.isNegative()) {
             throw new IllegalArgumentException("distlock.wait-time must be 0 or positive, was " + waitTime);
         }
+        if (!waitTime.isZero() && waitTime.compareTo(Duration.ofMillis(1)) < 0) {
+            throw new IllegalArgumentException("distlock.wait-time must be 0 or at least 1ms, was " + waitTime);
+        }
         this.waitTime = waitTime;
     }
 
@@ -84,6 +87,10 @@ public class DistlockProperties {
     public void setLeaseTime(Duration leaseTime) {
         if (leaseTime != null && leaseTime.isNegative()) {
             throw new IllegalArgumentException("distlock.lease-time must be positive (or unset for the watchdog), was " + leaseTime);
+        }
+        if (leaseTime != null && !leaseTime.isZero() && leaseTime.compareTo(Duration.ofMillis(1)) < 0) {
+            // Redis counts in milliseconds: a sub-millisecond lease would reach it as "expire now"
+            throw new IllegalArgumentException("distlock.lease-time must be at least 1ms (or unset for the watchdog), was " + leaseTime);
         }
         this.leaseTime = leaseTime;
     }

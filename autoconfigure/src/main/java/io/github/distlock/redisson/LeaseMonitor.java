@@ -3,6 +3,7 @@ package io.github.distlock.redisson;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
@@ -15,8 +16,10 @@ import org.apache.commons.logging.LogFactory;
  * A lock found gone or owned by another, or not confirmed for a whole watchdog timeout (Redis unreachable: renewal
  * cannot have succeeded either, so the key has expired or is about to), is reported lost while its method still runs.
  *
- * <p>Invariant: a handle is removed from the watch set before its unlock is sent, so a "not held" answer that
- * arrives after the release began is never reported as a loss.
+ * <p>Invariants: a handle is removed from the watch set before its unlock is sent, so a "not held" answer that
+ * arrives after the release began is never reported as a loss. Only bookkeeping runs on the monitor's thread; losses
+ * are reported on a thread of their own, so a listener that blocks or throws can neither delay the confirmation of
+ * other locks (which would make healthy locks look lost) nor stop the monitor.
  */
 final class LeaseMonitor implements AutoCloseable {
 
@@ -26,6 +29,7 @@ final class LeaseMonitor implements AutoCloseable {
     private final long timeoutNanos;
     private final long periodMillis;
     private volatile ScheduledExecutorService timer;
+    private volatile ExecutorService reporter;
 
     LeaseMonitor(long watchdogTimeoutMillis) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
@@ -46,15 +50,19 @@ final class LeaseMonitor implements AutoCloseable {
 
     private synchronized void start() {
         if (timer == null) {
-            ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(task -> {
-                Thread thread = new Thread(task, "distlock-lease-monitor");
-                thread.setDaemon(true);
-                return thread;
-            });
+            reporter = Executors.newSingleThreadExecutor(task -> daemon(task, "distlock-lease-lost"));
+            ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
+                    task -> daemon(task, "distlock-lease-monitor"));
             // published before the first check runs, which hands its answers to this executor
             timer = executor;
             executor.scheduleWithFixedDelay(this::check, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
         }
+    }
+
+    private static Thread daemon(Runnable task, String name) {
+        Thread thread = new Thread(task, name);
+        thread.setDaemon(true);
+        return thread;
     }
 
     private void check() {
@@ -63,7 +71,7 @@ final class LeaseMonitor implements AutoCloseable {
             for (RedissonLockProvider.RedissonLockHandle handle : watched) {
                 if (now - handle.confirmedAt > timeoutNanos) {
                     if (watched.remove(handle)) {
-                        handle.lost("not confirmed by Redis for " + TimeUnit.NANOSECONDS.toMillis(now - handle.confirmedAt)
+                        report(handle, "not confirmed by Redis for " + TimeUnit.NANOSECONDS.toMillis(now - handle.confirmedAt)
                                 + " ms (watchdog timeout " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
                                 + " ms): renewal cannot have succeeded, so the lock has expired or is about to");
                     }
@@ -74,7 +82,7 @@ final class LeaseMonitor implements AutoCloseable {
                 }
                 handle.checking = true;
                 long sentAt = System.nanoTime();
-                // completed on this monitor's thread, not Redisson's event loop: listeners may block or call Redis
+                // completed on this monitor's thread, not Redisson's event loop, and only for bookkeeping
                 handle.lock().isHeldByThreadAsync(handle.owner()).whenCompleteAsync((held, failure) -> {
                     handle.checking = false;
                     if (failure != null) {
@@ -84,15 +92,26 @@ final class LeaseMonitor implements AutoCloseable {
                         handle.confirmedAt = sentAt;
                     }
                     else if (watched.remove(handle)) {
-                        handle.lost("its key is gone from Redis or belongs to another holder");
+                        report(handle, "its key is gone from Redis or belongs to another holder");
                     }
                 }, timer);
             }
         }
-        catch (RuntimeException ex) {
+        catch (Throwable ex) {
             // the timer must survive anything: a dead monitor would silently stop reporting losses
-            logger.warn("Lease check failed; will retry", ex);
+            logger.error("Lease check failed; will retry", ex);
         }
+    }
+
+    private void report(RedissonLockProvider.RedissonLockHandle handle, String reason) {
+        reporter.execute(() -> {
+            try {
+                handle.lost(reason);
+            }
+            catch (Throwable ex) {
+                logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
+            }
+        });
     }
 
     /** Locks watched right now. */
@@ -105,6 +124,7 @@ final class LeaseMonitor implements AutoCloseable {
         ScheduledExecutorService executor = timer;
         if (executor != null) {
             executor.shutdownNow();
+            reporter.shutdownNow();
         }
     }
 }

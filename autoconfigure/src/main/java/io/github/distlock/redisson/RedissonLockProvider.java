@@ -4,49 +4,73 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
+import io.github.distlock.spi.LockRequest;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.redisson.RedissonObject;
-import org.redisson.api.RFencedLock;
-import org.redisson.api.RScript;
 import org.redisson.api.RLock;
+import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.LongCodec;
 
 /**
- * Locks on Redisson's {@link RLock} (a Redis hash owned by {@code <client id>:<thread id>}, reentrant, with
- * publish/subscribe wake-up of waiters), or {@link RFencedLock} when a fencing token is asked for.
+ * Locks on Redisson's {@link RLock}: a Redis hash whose field is the owner ({@code <client id>:<owner id>}), with
+ * publish/subscribe wake-up of waiters and watchdog renewal.
  *
- * <p>A fresh lock object is taken per call: Redisson's lock objects keep per-acquisition state.
+ * <p>Each acquisition has an owner of its own ({@link io.github.distlock.spi.LockOwner}), passed where Redisson would
+ * use the thread id: a lock that an acquisition left behind (its reply came too late) can be re-entered by nobody,
+ * and is given back by that owner. A fresh lock object is taken per call: Redisson's lock objects keep
+ * per-acquisition state.
+ *
+ * <p>Fencing tokens come from a counter beside the lock ({@code redisson_lock_token:{key}}), issued by a script that
+ * first checks that the lock is still this owner's, so tokens follow the order in which holders held the lock.
  */
 public class RedissonLockProvider implements LockProvider, AutoCloseable {
+
+    private static final Log logger = LogFactory.getLog(RedissonLockProvider.class);
 
     /** Redisson's lease value for "no fixed lease: renew by watchdog". */
     private static final long WATCHDOG = -1;
 
-    private static final Long NOT_FENCED = -1L;
-
-    /** How long an unused fencing counter is kept; see {@link #seedFencingCounter}. */
+    /** How long an unused fencing counter is kept; see {@link #ISSUE_TOKEN}. */
     private static final Duration FENCING_COUNTER_TTL = Duration.ofDays(7);
 
-    /** A missing counter starts at Redis's clock in microseconds; an existing one gets its time to live renewed. */
-    private static final String SEED_FENCING_COUNTER = """
-            if redis.call('exists', KEYS[1]) == 0 then
-              local now = redis.call('time')
-              redis.call('set', KEYS[1], now[1] .. string.rep('0', 6 - string.len(now[2])) .. now[2], 'px', ARGV[1])
-            else
-              redis.call('pexpire', KEYS[1], ARGV[1])
+    /**
+     * Issues a token if the lock (KEYS[1]) is held by the owner field ARGV[1]: the counter (KEYS[2]) plus one, but never
+     * less than Redis's clock in microseconds. The clock floor is what keeps tokens rising when the counter is gone
+     * (restart without persistence, expiry when unused) or behind (failover to a replica that lagged, restore of an
+     * older snapshot): as long as the serving node's clock is ahead of the one that issued the last token, and no key
+     * is locked more than once per microsecond, a token is higher than every token issued before. Lua numbers are
+     * doubles, exact up to 2^53; microseconds since 1970 stay below that until the year 2255.
+     */
+    private static final String ISSUE_TOKEN = """
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+              return -1
             end
-            return 1
+            local now = redis.call('time')
+            local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
+            local current = tonumber(redis.call('get', KEYS[2]) or '0')
+            if current ~= nil and current >= token then
+              token = current + 1
+            end
+            redis.call('set', KEYS[2], string.format('%d', token), 'px', ARGV[2])
+            return token
             """;
 
     private final RedissonClient redisson;
+    private final String clientId;
+    private final long watchdogMillis;
     private final LeaseMonitor monitor;
+    private final ScheduledExecutorService giveBacks;
 
     /**
      * @param redisson the client the locks live in; its {@code lockWatchdogTimeout} also paces the check that
@@ -54,78 +78,126 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
      */
     public RedissonLockProvider(RedissonClient redisson) {
         this.redisson = redisson;
-        this.monitor = new LeaseMonitor(redisson.getConfig().getLockWatchdogTimeout());
+        this.clientId = redisson.getId();
+        this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
+        this.monitor = new LeaseMonitor(watchdogMillis);
+        this.giveBacks = Executors.newSingleThreadScheduledExecutor(task -> {
+            Thread thread = new Thread(task, "distlock-give-back");
+            thread.setDaemon(true);
+            return thread;
+        });
     }
 
     @Override
-    public LockHandle tryAcquire(String key, long waitNanos, long leaseNanos, boolean fenced) throws InterruptedException {
-        long lease = (leaseNanos > 0) ? leaseNanos : WATCHDOG;
-        // Redisson makes the thread part of the owner's identity; pinning it lets any thread name the same owner
-        long owner = Thread.currentThread().getId();
-        RLock lock;
-        CompletableFuture<Long> acquisition;
-        if (fenced) {
-            RFencedLock fencedLock = redisson.getFencedLock(key);
-            seedFencingCounter(fencedLock);
-            lock = fencedLock;
-            acquisition = fencedLock.tryLockAndGetTokenAsync(waitNanos, lease, TimeUnit.NANOSECONDS).toCompletableFuture();
-        }
-        else {
-            lock = redisson.getLock(key);
-            acquisition = lock.tryLockAsync(waitNanos, lease, TimeUnit.NANOSECONDS, owner).toCompletableFuture()
-                    .thenApply(acquired -> acquired ? NOT_FENCED : null);
-        }
-        Long token;
-        try {
-            token = acquisition.get();
-        }
-        catch (InterruptedException ex) {
-            // The blocking tryLock would give up here while its script may still take the lock (and arm the
-            // watchdog) for a caller that is gone: a lock nobody releases, renewed forever. Give back whatever arrives.
-            acquisition.whenComplete((acquired, failure) -> {
-                if (failure == null && acquired != null) {
-                    lock.unlockAsync(owner);
+    public CompletableFuture<LockHandle> acquire(LockRequest request) {
+        RLock lock = redisson.getLock(request.key());
+        long owner = request.owner().id();
+        long lease = request.watchdog() ? WATCHDOG : request.leaseNanos();
+        long leaseMillis = request.watchdog() ? watchdogMillis : TimeUnit.NANOSECONDS.toMillis(request.leaseNanos());
+        CompletableFuture<LockHandle> result = new CompletableFuture<>();
+        lock.tryLockAsync(request.waitNanos(), lease, TimeUnit.NANOSECONDS, owner).whenComplete((acquired, failure) -> {
+            if (failure != null) {
+                // The script may still run after the client gave up on its reply (a stalled server, a lost packet): a
+                // lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
+                giveBack(lock, owner, leaseMillis);
+                Throwable cause = unwrap(failure);
+                if (isSubscriptionTimeout(cause)) {
+                    // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
+                    // this is contention, not a backend failure
+                    result.complete(null);
+                }
+                else {
+                    result.completeExceptionally(cause);
+                }
+                return;
+            }
+            if (!acquired) {
+                result.complete(null);
+                return;
+            }
+            RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, leaseMillis,
+                    request.watchdog() ? monitor : null);
+            if (!request.fenced()) {
+                complete(result, handle);
+                return;
+            }
+            handle.issueToken().whenComplete((token, tokenFailure) -> {
+                if (tokenFailure != null) {
+                    handle.releaseAsync();
+                    result.completeExceptionally(unwrap(tokenFailure));
+                }
+                else if (token < 0) {
+                    // lost between acquisition and token (a lease shorter than a round trip): never hand it out
+                    result.complete(null);
+                }
+                else {
+                    complete(result, handle);
                 }
             });
-            throw ex;
-        }
-        catch (ExecutionException ex) {
-            throw (ex.getCause() instanceof RuntimeException cause) ? cause : new IllegalStateException(ex.getCause());
-        }
-        if (token == null) {
-            return null;
-        }
-        RedissonLockHandle handle = new RedissonLockHandle(lock, owner, token, (lease == WATCHDOG) ? monitor : null);
-        if (lease == WATCHDOG) {
+        });
+        return result;
+    }
+
+    private void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
+        if (handle.monitor != null) {
             monitor.watch(handle);
         }
-        return handle;
+        if (!result.complete(handle)) {
+            handle.releaseAsync();
+        }
     }
 
     /**
-     * Redisson's fencing counter ({@code redisson_lock_token:{key}}) starts at 1 and never expires: with per-user keys
-     * the counters pile up forever, and after Redis loses its data (restart without persistence, failover to a
-     * replica that lagged) tokens start again below those storage has already seen, which then refuses every honest
-     * writer. Seeding a missing counter with Redis's clock in microseconds keeps tokens rising across both, so the
-     * counter may expire when unused: a later seed is still higher than any token handed out before (that would take
-     * more than one acquisition per microsecond). Costs one round trip per fenced acquisition.
+     * Releases what {@code owner} may hold of {@code lock}, again until it is released or Redis has answered "not held"
+     * twice (the second answer was asked for after the first arrived, so a script that was still on its way when the
+     * first was sent has run by then), and at most for the lock's lease, after which it has expired anyway.
      */
-    private void seedFencingCounter(RFencedLock lock) throws InterruptedException {
-        String counter = RedissonObject.prefixName("redisson_lock_token", lock.getName());
-        try {
-            redisson.getScript(LongCodec.INSTANCE).evalAsync(counter, RScript.Mode.READ_WRITE, SEED_FENCING_COUNTER,
-                    RScript.ReturnType.LONG, List.<Object>of(counter), FENCING_COUNTER_TTL.toMillis())
-                    .toCompletableFuture().get();
-        }
-        catch (ExecutionException ex) {
-            throw (ex.getCause() instanceof RuntimeException cause) ? cause : new IllegalStateException(ex.getCause());
-        }
+    void giveBack(RLock lock, long owner, long leaseMillis) {
+        long period = Math.max(50, Math.min(1000, leaseMillis / 10));
+        giveBack(lock, owner, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis), period, 0);
     }
 
-    /** Stops the lease monitor; the client itself belongs to whoever created it. */
+    private void giveBack(RLock lock, long owner, long deadline, long period, int notHeldAnswers) {
+        lock.unlockAsync(owner).whenComplete((released, failure) -> {
+            if (failure == null) {
+                logger.info("Gave back lock '" + lock.getName() + "', taken for a call that had already failed or "
+                        + "stopped waiting");
+                return;
+            }
+            int answers = (unwrap(failure) instanceof IllegalMonitorStateException) ? notHeldAnswers + 1 : notHeldAnswers;
+            if (answers >= 2 || System.nanoTime() - deadline > 0) {
+                return;
+            }
+            try {
+                giveBacks.schedule(() -> giveBack(lock, owner, deadline, period, answers), period, TimeUnit.MILLISECONDS);
+            }
+            catch (RuntimeException rejected) {
+                // shutting down: the lock expires within its lease
+            }
+        });
+    }
+
+    private CompletableFuture<Long> issueToken(RLock lock, long owner) {
+        String counter = RedissonObject.prefixName("redisson_lock_token", lock.getName());
+        return redisson.getScript(LongCodec.INSTANCE).<Long>evalAsync(lock.getName(), RScript.Mode.READ_WRITE, ISSUE_TOKEN,
+                RScript.ReturnType.LONG, List.<Object>of(lock.getName(), counter), clientId + ":" + owner,
+                FENCING_COUNTER_TTL.toMillis()).toCompletableFuture();
+    }
+
+    private static boolean isSubscriptionTimeout(Throwable failure) {
+        return failure instanceof RedisTimeoutException && failure.getMessage() != null
+                && failure.getMessage().startsWith("Unable to acquire subscription lock");
+    }
+
+    private static Throwable unwrap(Throwable failure) {
+        return (failure instanceof CompletionException && failure.getCause() != null) ? failure.getCause() : failure;
+    }
+
+    /** Stops the lease monitor and pending give-backs; the client itself belongs to whoever created it. */
     @Override
     public void close() {
         monitor.close();
+        giveBacks.shutdownNow();
     }
 
     /** Watchdog locks whose loss would be reported right now (for tests and diagnostics). */
@@ -138,23 +210,26 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         return redisson;
     }
 
-    /** One held lock; mutable only in what the lease monitor tracks. */
+    /** One held lock; mutable only in what the lease monitor tracks and the latest token. */
     static final class RedissonLockHandle implements LockHandle {
 
+        private final RedissonLockProvider provider;
         private final RLock lock;
         private final long owner;
-        private final long fencingToken;
-        private final LeaseMonitor monitor;
+        private final long leaseMillis;
+        final LeaseMonitor monitor;
         private final AtomicBoolean lostReported = new AtomicBoolean();
+        private volatile long fencingToken = -1;
         private volatile Consumer<String> lostCallback;
         private volatile String lostReason;
         volatile long confirmedAt;
         volatile boolean checking;
 
-        RedissonLockHandle(RLock lock, long owner, long fencingToken, LeaseMonitor monitor) {
+        RedissonLockHandle(RedissonLockProvider provider, RLock lock, long owner, long leaseMillis, LeaseMonitor monitor) {
+            this.provider = provider;
             this.lock = lock;
             this.owner = owner;
-            this.fencingToken = fencingToken;
+            this.leaseMillis = leaseMillis;
             this.monitor = monitor;
         }
 
@@ -171,24 +246,46 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             return fencingToken;
         }
 
+        CompletableFuture<Long> issueToken() {
+            return provider.issueToken(lock, owner).thenApply(token -> {
+                if (token >= 0) {
+                    fencingToken = token;
+                }
+                return token;
+            });
+        }
+
         @Override
-        public boolean release() {
+        public long newFencingToken() {
+            try {
+                return issueToken().join();
+            }
+            catch (CompletionException ex) {
+                throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+            }
+        }
+
+        @Override
+        public CompletableFuture<Boolean> releaseAsync() {
             if (monitor != null) {
                 monitor.unwatch(this);
             }
-            try {
-                // The unlock script checks the owner (client id + thread id): it never deletes another holder's lock,
-                // and reports a lock we no longer own as IllegalMonitorStateException. join(), unlike unlock(), is not
-                // cut short when the guarded code left the thread interrupted: we learn the real outcome.
-                lock.unlockAsync(owner).toCompletableFuture().join();
-                return true;
-            }
-            catch (CompletionException ex) {
-                if (ex.getCause() instanceof IllegalMonitorStateException) {
-                    return false;
+            // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
+            // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
+            // code left the thread interrupted.
+            return lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
+                if (failure == null) {
+                    return Boolean.TRUE;
                 }
-                throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
-            }
+                Throwable cause = unwrap(failure);
+                if (cause instanceof IllegalMonitorStateException) {
+                    return Boolean.FALSE;
+                }
+                // the unlock may or may not have run: keep trying in the background, so that the lock does not stay
+                // behind for its whole lease (it can't be re-entered meanwhile: the owner is this acquisition's alone)
+                provider.giveBack(lock, owner, leaseMillis);
+                throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
+            });
         }
 
         @Override

@@ -1,25 +1,28 @@
 package io.github.distlock.spi;
 
+import java.util.concurrent.CompletableFuture;
+
 /**
- * A lock backend. {@link io.github.distlock.LockTemplate} asks it for one lock per call; the Redisson provider is the
- * default, and another backend plugs in by declaring a bean of this type.
+ * A lock backend. {@link io.github.distlock.LockTemplate} asks it for one lock per acquisition; the Redisson provider
+ * is the default, and another backend plugs in by declaring a bean of this type.
  *
- * <p>Contract every backend must keep: at most one holder per key at a time; locks re-enter for the same thread;
- * a released or expired lock can be taken by the next caller; a lock whose holder died expires within its lease (or the
- * renewal timeout).
+ * <p>Contract every backend must keep: at most one owner holds a key at a time; a lock is released only by its owner
+ * (a release by another owner, or after the lock was lost, touches nothing); a released or expired lock can be taken
+ * by the next caller; a lock whose holder died expires within its lease (or the renewal timeout). Re-entry is not the
+ * backend's concern: every request comes with a new {@link LockOwner}, and nested calls are handled by the template.
+ *
+ * <p>Asynchronous at its core, so that reactive and future-returning callers never block; the template's blocking
+ * calls wait on the returned future.
  */
 public interface LockProvider {
 
     /**
-     * Tries to acquire the lock for {@code key}, waiting up to {@code waitNanos}.
+     * Starts acquiring the lock {@code request} describes.
      *
-     * @param key the full key, prefix included
-     * @param waitNanos how long to wait: {@code 0} tries once
-     * @param leaseNanos a fixed lease; {@code 0} renews the lock while the holder lives
-     * @param fenced whether to hand out a fencing token
-     * @return the held lock, or {@code null} when another holder kept it for the whole wait
-     * @throws InterruptedException when the waiting thread is interrupted
-     * @throws RuntimeException when the backend fails; the lock is then not held
+     * @return a future completed with the held lock, with {@code null} when another owner kept the lock for the whole
+     * wait, or exceptionally when the backend failed (the lock is then not held: a backend that may have taken it
+     * anyway, say after a timeout, gives it back by itself). A caller that stops waiting (interrupted, cancelled)
+     * must release whatever handle the future still completes with.
      */
-    LockHandle tryAcquire(String key, long waitNanos, long leaseNanos, boolean fenced) throws InterruptedException;
+    CompletableFuture<LockHandle> acquire(LockRequest request);
 }

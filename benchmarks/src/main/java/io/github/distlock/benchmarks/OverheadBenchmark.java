@@ -1,12 +1,15 @@
 package io.github.distlock.benchmarks;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
+import io.github.distlock.spi.LockRequest;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -80,8 +83,9 @@ public class OverheadBenchmark {
 
     /** The provider alone, with the key built as the template builds it. */
     @Benchmark
-    public boolean provider() throws InterruptedException {
-        LockHandle handle = provider.tryAcquire("lock:".concat("bench:" + id), 0, 0, false);
+    public boolean provider() throws Exception {
+        LockHandle handle = provider.acquire(new LockRequest("lock:".concat("bench:" + id), 0, 0, false,
+                LockOwner.next())).get();
         return handle.release();
     }
 
@@ -116,6 +120,8 @@ public class OverheadBenchmark {
     /** Grants every lock at once and releases it at once: a backend that costs nothing. */
     static final class GrantingLockProvider implements LockProvider {
 
+        private static final CompletableFuture<Boolean> RELEASED = CompletableFuture.completedFuture(Boolean.TRUE);
+
         private static final LockHandle HANDLE = new LockHandle() {
             @Override
             public long fencingToken() {
@@ -123,18 +129,20 @@ public class OverheadBenchmark {
             }
 
             @Override
-            public boolean release() {
-                return true;
+            public CompletableFuture<Boolean> releaseAsync() {
+                return RELEASED;
             }
         };
+
+        private static final CompletableFuture<LockHandle> GRANTED = CompletableFuture.completedFuture(HANDLE);
 
         /** Read by nobody; written so that the JIT must build the key, as a real backend needs it. */
         int lastKeyLength;
 
         @Override
-        public LockHandle tryAcquire(String key, long waitNanos, long leaseNanos, boolean fenced) {
-            lastKeyLength = key.length();
-            return HANDLE;
+        public CompletableFuture<LockHandle> acquire(LockRequest request) {
+            lastKeyLength = request.key().length();
+            return GRANTED;
         }
     }
 }

@@ -1,0 +1,35 @@
+package io.github.distlock.spi;
+
+import java.util.Objects;
+
+/**
+ * One acquisition asked of a {@link LockProvider}.
+ *
+ * @param key the full key, prefix included; neither null nor blank
+ * @param waitNanos how long to wait: {@code 0} tries once
+ * @param leaseNanos a fixed lease, at least one millisecond; {@code 0} renews the lock while the holder lives
+ * @param fenced whether the handle must carry a fencing token
+ * @param owner who holds the lock once acquired; unique per acquisition
+ */
+public record LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockOwner owner) {
+
+    /** Smallest fixed lease a backend is asked for: Redis and most stores count leases in whole milliseconds. */
+    public static final long MIN_LEASE_NANOS = 1_000_000;
+
+    /** Checks what every backend relies on. */
+    public LockRequest {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(owner, "owner");
+        if (waitNanos < 0) {
+            throw new IllegalArgumentException("waitNanos must not be negative, was " + waitNanos);
+        }
+        if (leaseNanos != 0 && leaseNanos < MIN_LEASE_NANOS) {
+            throw new IllegalArgumentException("leaseNanos must be 0 (watchdog) or at least 1 ms, was " + leaseNanos);
+        }
+    }
+
+    /** Whether the lock is renewed while held instead of expiring after a fixed lease. */
+    public boolean watchdog() {
+        return leaseNanos == 0;
+    }
+}
