@@ -2,12 +2,7 @@ package io.github.distlock.testsupport;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -17,6 +12,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import java.util.stream.Stream;
 
 /**
@@ -27,40 +23,68 @@ import java.util.stream.Stream;
  * The server runs without persistence ({@code --save "" --appendonly no}), so a restart loses every key, as a Redis
  * without AOF would after a crash.
  *
- * <p>Every server started here is also stopped by a JVM shutdown hook, so a crashed test run leaves no process
- * behind; tests still stop their servers themselves.
+ * <p>Each server has its own temporary directory (its copy of the binary, its log, and whatever it writes: a cluster
+ * node's {@code nodes.conf}, a sentinel's rewritten configuration), deleted by {@link #close()}. A JVM shutdown hook
+ * kills every server not yet closed and deletes its directory, so a test run that dies half-way leaves no process
+ * behind; tests still close their servers themselves.
+ *
+ * <p>{@link RedisCluster} and {@link RedisSentinelSetup} build a cluster and a sentinel set-up from these servers.
  */
 public final class RedisServer implements AutoCloseable {
 
     private static final String HOST = "127.0.0.1";
     private static final Duration START_TIMEOUT = Duration.ofSeconds(10);
-    private static final List<RedisServer> RUNNING = new ArrayList<>();
+    private static final String READY = "Ready to accept connections";
+    /** Sentinel mode logs no "ready" line in 6.2; it logs its id once it has set itself up. */
+    private static final String SENTINEL_READY = "Sentinel ID is";
+    private static final String CONFIG_FILE = "redis.conf";
+    private static final Object SPAWN_LOCK = new Object();
+    /** Servers not yet closed: the shutdown hook kills them and deletes their directories. */
+    private static final List<RedisServer> OPEN = new ArrayList<>();
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            synchronized (RUNNING) {
-                RUNNING.forEach(server -> server.process.destroyForcibly());
+            List<RedisServer> open;
+            synchronized (OPEN) {
+                open = new ArrayList<>(OPEN);
             }
+            open.forEach(RedisServer::kill);
+            open.forEach(RedisServer::deleteWorkDir);
         }, "redis-server-reaper"));
     }
 
     private final Path binary;
     private final Path workDir;
     private final int port;
+    private final Options options;
     private Process process;
 
-    private RedisServer(Path binary, Path workDir, int port) {
+    private RedisServer(Path binary, Path workDir, int port, Options options) {
         this.binary = binary;
         this.workDir = workDir;
         this.port = port;
+        this.options = options;
     }
 
     /** Starts a server on a free loopback port and waits until it answers {@code PING}. */
     public static RedisServer start() {
+        return start(Options.PLAIN);
+    }
+
+    /** Starts a server on the given loopback port and waits until it answers {@code PING}. */
+    public static RedisServer start(int port) {
+        return start(port, Options.PLAIN);
+    }
+
+    /**
+     * Starts a server with extra settings (cluster mode, replication, sentinel mode) on a port from
+     * {@code options.ports()}, trying other ports when the chosen one turns out to be taken.
+     */
+    static RedisServer start(Options options) {
         IllegalStateException last = null;
         for (int attempt = 0; attempt < 5; attempt++) {
             try {
-                return start(freePort());
+                return start(options.ports().getAsInt(), options);
             }
             catch (IllegalStateException ex) {
                 // another process may have taken the free port between probing and binding: try another
@@ -70,17 +94,37 @@ public final class RedisServer implements AutoCloseable {
         throw last;
     }
 
-    /** Starts a server on the given loopback port and waits until it answers {@code PING}. */
-    public static RedisServer start(int port) {
+    private static RedisServer start(int port, Options options) {
+        Path workDir;
         try {
-            Path workDir = Files.createTempDirectory("distlock-redis-");
-            RedisServer server = new RedisServer(locateBinary(workDir), workDir, port);
-            server.launch();
-            return server;
+            workDir = Files.createTempDirectory("distlock-redis-");
         }
         catch (IOException ex) {
-            throw new UncheckedIOException("Could not prepare a redis-server", ex);
+            throw new UncheckedIOException("Could not create a directory for a redis-server", ex);
         }
+        RedisServer server;
+        try {
+            if (options.configFile() != null) {
+                Files.writeString(workDir.resolve(CONFIG_FILE), options.configFile());
+            }
+            server = new RedisServer(locateBinary(workDir), workDir, port, options);
+        }
+        catch (IOException | RuntimeException ex) {
+            deleteRecursively(workDir);
+            throw ex instanceof IOException io ? new UncheckedIOException("Could not prepare a redis-server", io)
+                    : (RuntimeException) ex;
+        }
+        synchronized (OPEN) {
+            OPEN.add(server);
+        }
+        try {
+            server.launch();
+        }
+        catch (RuntimeException ex) {
+            server.close();
+            throw ex;
+        }
+        return server;
     }
 
     /** The host the server listens on: always the IPv4 loopback address. */
@@ -96,6 +140,16 @@ public final class RedisServer implements AutoCloseable {
     /** A {@code redis://host:port} address, as Redisson and Lettuce take it. */
     public String uri() {
         return "redis://" + HOST + ":" + port;
+    }
+
+    /** A {@code 127.0.0.1:port} address, as {@code spring.data.redis.cluster.nodes} and {@code sentinel.nodes} take it. */
+    public String address() {
+        return HOST + ":" + port;
+    }
+
+    /** The server's own working directory: its binary, log and state files; {@link #close()} deletes it. */
+    public Path directory() {
+        return workDir;
     }
 
     /** The process id of the running server. */
@@ -123,13 +177,42 @@ public final class RedisServer implements AutoCloseable {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
         }
-        synchronized (RUNNING) {
-            RUNNING.remove(this);
+        process = null;
+    }
+
+    /**
+     * Sends {@code SIGTERM} without waiting, so that several servers shut down side by side; a later {@link #stop()} or
+     * {@link #close()} waits for the exit.
+     */
+    synchronized void signalStop() {
+        if (process != null) {
+            process.destroy();
+        }
+    }
+
+    /**
+     * Kills the server with {@code SIGKILL}, as a crash or an out-of-memory kill would: no shutdown, no goodbye to
+     * replicas, sentinels or cluster peers. Waits until the process is gone; the directory stays until {@link #close()}
+     * (so {@link #restart()} finds a cluster node's {@code nodes.conf} or a sentinel's state again).
+     */
+    public synchronized void kill() {
+        if (process == null) {
+            return;
+        }
+        try {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
         }
         process = null;
     }
 
-    /** Starts the server again on the same port, empty (there is no persistence). */
+    /**
+     * Starts the server again on the same port and with the same settings, empty (there is no persistence). A cluster
+     * node or sentinel keeps the state it wrote to its directory and rejoins; a former master comes back as a master
+     * until a sentinel or the cluster turns it into a replica.
+     */
     public synchronized void restart() {
         stop();
         launch();
@@ -139,12 +222,10 @@ public final class RedisServer implements AutoCloseable {
     @Override
     public void close() {
         stop();
-        try (Stream<Path> files = Files.walk(workDir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        synchronized (OPEN) {
+            OPEN.remove(this);
         }
-        catch (IOException ex) {
-            // a leftover temp directory is harmless
-        }
+        deleteWorkDir();
     }
 
     @Override
@@ -153,21 +234,24 @@ public final class RedisServer implements AutoCloseable {
     }
 
     private synchronized void launch() {
-        ProcessBuilder builder = new ProcessBuilder(binary.toString(),
-                "--port", Integer.toString(port), "--bind", HOST,
+        List<String> command = new ArrayList<>();
+        command.add(binary.toString());
+        if (options.configFile() != null) {
+            // the file comes first; a sentinel rewrites it, which is why each server has its own
+            command.add(workDir.resolve(CONFIG_FILE).toString());
+        }
+        if (options.sentinel()) {
+            command.add("--sentinel");
+        }
+        command.addAll(List.of("--port", Integer.toString(port), "--bind", HOST,
                 "--save", "", "--appendonly", "no",
-                "--dir", workDir.toString(), "--daemonize", "no", "--loglevel", "notice")
+                "--dir", workDir.toString(), "--daemonize", "no", "--loglevel", "notice"));
+        command.addAll(options.arguments());
+        ProcessBuilder builder = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(workDir.resolve("redis.log").toFile());
-        try {
-            process = builder.start();
-        }
-        catch (IOException ex) {
-            throw new UncheckedIOException("Could not start " + binary, ex);
-        }
-        synchronized (RUNNING) {
-            RUNNING.add(this);
-        }
+        process = spawn(builder);
+        String ready = options.sentinel() ? SENTINEL_READY : READY;
         long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
@@ -176,7 +260,7 @@ public final class RedisServer implements AutoCloseable {
                 throw new IllegalStateException("redis-server exited on port " + port + ": " + log);
             }
             // PING alone could be answered by another server already on this port: wait for our own log line
-            if (readLog().contains("Ready to accept connections") && ping()) {
+            if (readLog().contains(ready) && ping()) {
                 return;
             }
             // readiness can only be polled; 20 ms keeps a ~0.25 s start near its real cost
@@ -193,18 +277,39 @@ public final class RedisServer implements AutoCloseable {
         throw new IllegalStateException("redis-server did not answer PING on port " + port + " within " + START_TIMEOUT);
     }
 
-    private boolean ping() {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(HOST, port), 200);
-            socket.setSoTimeout(500);
-            OutputStream out = socket.getOutputStream();
-            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            InputStream in = socket.getInputStream();
-            byte[] reply = in.readNBytes(7);
-            return new String(reply, StandardCharsets.US_ASCII).startsWith("+PONG");
+    /**
+     * Starts the process. A child forked while another thread still writes a copy of the binary inherits that
+     * thread's write handle until it execs, and an exec of a file open for writing fails with "Text file busy"
+     * ({@code ETXTBSY}): copies and forks here take turns, and a fork by other code in the JVM (a test starting a JVM)
+     * that still collides is retried briefly.
+     */
+    private Process spawn(ProcessBuilder builder) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                synchronized (SPAWN_LOCK) {
+                    return builder.start();
+                }
+            }
+            catch (IOException ex) {
+                if (attempt == 20 || !String.valueOf(ex.getMessage()).contains("error=26")) {
+                    throw new UncheckedIOException("Could not start " + binary, ex);
+                }
+            }
+            try {
+                TimeUnit.MILLISECONDS.sleep(50);
+            }
+            catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("Interrupted while starting " + binary, ex);
+            }
         }
-        catch (IOException ex) {
+    }
+
+    private boolean ping() {
+        try (RespClient client = RespClient.connect(port, Duration.ofMillis(500))) {
+            return "PONG".equals(client.call("PING"));
+        }
+        catch (RuntimeException ex) {
             return false;
         }
     }
@@ -218,13 +323,16 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getByName(HOST))) {
-            socket.setReuseAddress(true);
-            return socket.getLocalPort();
+    private void deleteWorkDir() {
+        deleteRecursively(workDir);
+    }
+
+    private static void deleteRecursively(Path dir) {
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
         }
         catch (IOException ex) {
-            throw new UncheckedIOException("No free loopback port", ex);
+            // already gone, or unreadable: nothing more to delete
         }
     }
 
@@ -238,7 +346,10 @@ public final class RedisServer implements AutoCloseable {
             try (InputStream in = RedisServer.class.getClassLoader().getResourceAsStream(resource)) {
                 if (in != null) {
                     Path target = workDir.resolve("redis-server");
-                    Files.copy(in, target, StandardCopyOption.REPLACE_EXISTING);
+                    // see spawn(): no fork may happen while the copy is open for writing
+                    synchronized (SPAWN_LOCK) {
+                        Files.copy(in, target, StandardCopyOption.REPLACE_EXISTING);
+                    }
                     if (!target.toFile().setExecutable(true)) {
                         throw new IOException("Cannot make " + target + " executable");
                     }
@@ -272,5 +383,24 @@ public final class RedisServer implements AutoCloseable {
             return x64 ? "redis-server-6.2.6-v5-darwin-amd64" : arm64 ? "redis-server-6.2.6-v5-darwin-arm64" : null;
         }
         return null;
+    }
+
+    /**
+     * How to run a server beyond the defaults.
+     *
+     * @param arguments extra command-line settings, e.g. {@code --cluster-enabled yes}; they come after the defaults
+     *        and so override them
+     * @param configFile the content of a configuration file written to the server's directory and passed first, or
+     *        {@code null} for none (a sentinel needs one: it rewrites it)
+     * @param sentinel whether to run in sentinel mode
+     * @param ports picks the port to try next
+     */
+    record Options(List<String> arguments, String configFile, boolean sentinel, IntSupplier ports) {
+
+        static final Options PLAIN = new Options(List.of(), null, false, Ports::freePort);
+
+        Options {
+            arguments = List.copyOf(arguments);
+        }
     }
 }

@@ -3,6 +3,7 @@ package io.github.distlock.testsupport;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.file.Files;
 
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +27,27 @@ class RedisServerTest {
             assertThat(server.port()).isEqualTo(port);
             assertThat(accepts(port)).isTrue();
         }
+    }
+
+    @Test
+    void killLeavesNoProcessButKeepsTheDirectoryUntilClose() {
+        RedisServer server = RedisServer.start();
+        long pid = server.pid();
+        assertThat(Files.isDirectory(server.directory())).isTrue();
+
+        server.kill();
+        assertThat(server.isRunning()).isFalse();
+        assertThat(ProcessHandle.of(pid).filter(ProcessHandle::isAlive)).isEmpty();
+        assertThat(accepts(server.port())).isFalse();
+        assertThat(Files.isDirectory(server.directory())).isTrue();
+
+        server.restart();
+        assertThat(RespClient.callOnce(server.port(), "PING")).isEqualTo("PONG");
+        long restartedPid = server.pid();
+
+        server.close();
+        assertThat(ProcessHandle.of(restartedPid).filter(ProcessHandle::isAlive)).isEmpty();
+        assertThat(Files.exists(server.directory())).isFalse();
     }
 
     @Test
