@@ -1,11 +1,22 @@
 package io.github.distlock;
 
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.TreeSet;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
@@ -13,23 +24,36 @@ import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.util.ClassUtils;
 
 /**
  * The {@link LockTemplate} on a {@link LockProvider}. Auto-configured; build one yourself only outside Spring Boot.
  *
- * <p>Every first acquisition of a key gets an owner of its own ({@link LockOwner}). A nested call on a key this thread
+ * <p>Every call that takes locks gets an owner of its own ({@link LockOwner}). A nested call on a key this thread
  * already holds re-enters the held lock here, without asking the backend: the outer call's lease (fixed or watchdog),
  * owner and fencing token stay exactly as they were, whatever options the nested call names.
+ *
+ * <p>Several keys are taken one after the other in their natural order, all within one wait; the first that can't be
+ * had releases those taken before it. Asynchronous acquisitions ({@link #acquireAsync}) run on the provider's
+ * futures, never blocking a thread; the blocking calls wait on the same futures.
  */
 public class DefaultLockTemplate implements LockTemplate {
 
     private static final Log logger = LogFactory.getLog(DefaultLockTemplate.class);
+
+    private static final boolean TRANSACTIONS_PRESENT = ClassUtils.isPresent(
+            "org.springframework.transaction.support.TransactionSynchronizationManager",
+            DefaultLockTemplate.class.getClassLoader());
 
     private final LockProvider provider;
     private final String keyPrefix;
     private final long defaultWaitNanos;
     private final long defaultLeaseNanos;
     private final LockListener[] listeners;
+    private final boolean releaseAfterTransaction;
+    private volatile ScheduledExecutorService delayedReleases;
 
     /**
      * @param provider the backend
@@ -40,154 +64,531 @@ public class DefaultLockTemplate implements LockTemplate {
      */
     public DefaultLockTemplate(LockProvider provider, String keyPrefix, Duration defaultWait, Duration defaultLease,
             List<? extends LockListener> listeners) {
+        this(provider, keyPrefix, defaultWait, defaultLease, listeners, true);
+    }
+
+    /**
+     * @param provider the backend
+     * @param keyPrefix prepended to every key
+     * @param defaultWait the wait when a call gives none
+     * @param defaultLease the lease when a call gives none; {@code null} or zero for watchdog renewal
+     * @param listeners observers of every lock, in order
+     * @param releaseAfterTransaction whether a lock taken while a Spring transaction is active on the thread is
+     * released only when that transaction has completed (committed or rolled back), so that the next holder never reads
+     * this holder's uncommitted state
+     */
+    public DefaultLockTemplate(LockProvider provider, String keyPrefix, Duration defaultWait, Duration defaultLease,
+            List<? extends LockListener> listeners, boolean releaseAfterTransaction) {
         this.provider = Objects.requireNonNull(provider, "provider");
         this.keyPrefix = (keyPrefix != null) ? keyPrefix : "";
         LockOptions defaults = new LockOptions(Objects.requireNonNull(defaultWait, "defaultWait"), defaultLease, false);
         this.defaultWaitNanos = defaults.waitTime().toNanos();
         this.defaultLeaseNanos = (defaultLease != null) ? defaultLease.toNanos() : 0;
         this.listeners = listeners.toArray(LockListener[]::new);
+        this.releaseAfterTransaction = releaseAfterTransaction && TRANSACTIONS_PRESENT;
     }
+
+    /** The backend behind this template. */
+    public LockProvider getProvider() {
+        return provider;
+    }
+
+    // ---------------------------------------------------------------- blocking calls
 
     @Override
     public <T, E extends Throwable> T execute(String key, LockOptions options, LockCallback<T, E> callback) throws E {
-        Objects.requireNonNull(options, "options");
-        String fullKey = fullKey(key);
-        LockHandle held = LockContext.held(fullKey);
-        if (held != null) {
-            return reenter(fullKey, held, options.fenced(), callback);
-        }
-        long waitNanos = waitNanos(options);
-        long start = System.nanoTime();
-        LockHandle handle = acquire(fullKey, waitNanos, leaseNanos(options), options.fenced(), start);
-        if (handle == null) {
-            throw new LockAcquisitionException(fullKey, Duration.ofNanos(waitNanos), null);
-        }
-        return runAndRelease(fullKey, handle, start, callback);
+        return run(new String[] {fullKey(key)}, options, callback, true).value();
     }
 
     @Override
     public <T, E extends Throwable> LockResult<T> tryExecute(String key, LockOptions options, LockCallback<T, E> callback)
             throws E {
-        Objects.requireNonNull(options, "options");
-        String fullKey = fullKey(key);
-        LockHandle held = LockContext.held(fullKey);
-        if (held != null) {
-            return LockResult.of(reenter(fullKey, held, options.fenced(), callback));
-        }
-        long start = System.nanoTime();
-        LockHandle handle = acquire(fullKey, waitNanos(options), leaseNanos(options), options.fenced(), start);
-        if (handle == null) {
-            return LockResult.notAcquired();
-        }
-        return LockResult.of(runAndRelease(fullKey, handle, start, callback));
+        return run(new String[] {fullKey(key)}, options, callback, false);
     }
 
     @Override
-    public String fullKey(String key) {
-        if (key == null || key.isBlank()) {
-            throw new IllegalArgumentException("Lock key must not be null or blank, was " + (key == null ? "null" : "'" + key + "'"));
-        }
-        return keyPrefix.concat(key);
+    public <T, E extends Throwable> T execute(Collection<String> keys, LockOptions options, LockCallback<T, E> callback)
+            throws E {
+        return run(fullKeys(keys), options, callback, true).value();
     }
 
-    /**
-     * A nested call on a key this thread holds: no backend call, no listener events (the outer call reports the
-     * hold), and the lease stays the outer call's. A fenced nested call inside an unfenced one has a token issued for
-     * the held lock, which the outer call then sees too: it is the newest token issued to this holder.
-     */
-    private <T, E extends Throwable> T reenter(String fullKey, LockHandle held, boolean fenced, LockCallback<T, E> callback)
-            throws E {
-        if (fenced && held.fencingToken() < 0) {
+    @Override
+    public <T, E extends Throwable> LockResult<T> tryExecute(Collection<String> keys, LockOptions options,
+            LockCallback<T, E> callback) throws E {
+        return run(fullKeys(keys), options, callback, false);
+    }
+
+    private <T, E extends Throwable> LockResult<T> run(String[] keys, LockOptions options, LockCallback<T, E> callback,
+            boolean throwWhenNotAcquired) throws E {
+        checkSupported(options);
+        LockContext.Frame[] reentered = new LockContext.Frame[keys.length];
+        int missing = 0;
+        for (int i = 0; i < keys.length; i++) {
+            reentered[i] = LockContext.reentry(keys[i], options.type());
+            if (reentered[i] == null) {
+                missing++;
+            }
+        }
+        Taken taken = null;
+        if (missing > 0) {
+            String[] toTake = (missing == keys.length) ? keys : missing(keys, reentered, missing);
+            taken = takeBlocking(toTake, options);
+            if (taken.failedKey() != null) {
+                if (throwWhenNotAcquired) {
+                    throw new LockAcquisitionException(taken.failedKey(), Duration.ofNanos(taken.waitNanos()), null);
+                }
+                return LockResult.notAcquired();
+            }
+        }
+        if (options.fenced()) {
+            issueTokensForReentry(keys, reentered, taken);
+        }
+        LockContext.Frame[] frames = new LockContext.Frame[keys.length];
+        try {
+            for (int i = 0; i < keys.length; i++) {
+                LockHandle handle = (reentered[i] != null) ? reentered[i].handle() : taken.handle(keys[i]);
+                LockType type = (reentered[i] != null) ? reentered[i].type() : options.type();
+                frames[i] = LockContext.enter(keys[i], handle, type);
+            }
+            if (taken != null) {
+                // inside the try: whatever happens from here on, the locks are released
+                taken.watch(this);
+            }
+            return LockResult.of(callback.doInLock());
+        }
+        finally {
+            for (int i = frames.length - 1; i >= 0; i--) {
+                if (frames[i] != null) {
+                    LockContext.exit(frames[i]);
+                }
+            }
+            if (taken != null) {
+                releaseAfterCall(taken, options);
+            }
+        }
+    }
+
+    /** A fenced nested call inside an unfenced hold gets a token issued for the held lock (the outer sees it too). */
+    private void issueTokensForReentry(String[] keys, LockContext.Frame[] reentered, Taken taken) {
+        for (int i = 0; i < keys.length; i++) {
+            if (reentered[i] == null || reentered[i].handle().fencingToken() >= 0) {
+                continue;
+            }
             long token;
             try {
-                token = held.newFencingToken();
+                token = reentered[i].handle().newFencingToken();
             }
             catch (UnsupportedOperationException ex) {
-                throw new IllegalStateException("Lock '" + fullKey + "' is held without fencing and its backend cannot "
+                releaseTaken(taken);
+                throw new IllegalStateException("Lock '" + keys[i] + "' is held without fencing and its backend cannot "
                         + "issue a token for the nested fenced call", ex);
             }
             catch (RuntimeException ex) {
-                throw new LockBackendException(fullKey, ex);
+                releaseTaken(taken);
+                throw new LockBackendException(keys[i], ex);
             }
             if (token < 0) {
-                throw new LockAcquisitionException(fullKey, Duration.ZERO, new IllegalStateException("the lock held by "
+                releaseTaken(taken);
+                throw new LockAcquisitionException(keys[i], Duration.ZERO, new IllegalStateException("the lock held by "
                         + "the outer call was lost (lease ran out) before the nested fenced call could get a token"));
             }
         }
-        LockContext.Frame frame = LockContext.enter(fullKey, held);
-        try {
-            return callback.doInLock();
-        }
-        finally {
-            LockContext.exit(frame);
-        }
     }
 
-    /** Returns the handle, or {@code null} when another holder kept the lock for the whole wait. */
-    private LockHandle acquire(String fullKey, long waitNanos, long leaseNanos, boolean fenced, long start) {
-        LockHandle handle;
-        CompletableFuture<LockHandle> acquisition = null;
-        try {
-            acquisition = provider.acquire(new LockRequest(fullKey, waitNanos, leaseNanos, fenced, LockOwner.next()));
-            handle = acquisition.get();
-        }
-        catch (InterruptedException ex) {
-            // the caller is gone; whatever the acquisition still brings is given back, never left held and renewed
-            acquisition.whenComplete((late, failure) -> {
-                if (late != null) {
-                    releaseQuietly(fullKey, late);
-                }
-            });
-            Thread.currentThread().interrupt();
-            notifyWaited(LockListener::onNotAcquired, fullKey, start, ex);
-            throw new LockAcquisitionException(fullKey, Duration.ofNanos(waitNanos), ex);
-        }
-        catch (ExecutionException ex) {
-            notifyWaited(LockListener::onNotAcquired, fullKey, start, ex.getCause());
-            throw new LockBackendException(fullKey, ex.getCause());
-        }
-        catch (RuntimeException ex) {
-            notifyWaited(LockListener::onNotAcquired, fullKey, start, ex);
-            throw new LockBackendException(fullKey, ex);
-        }
-        if (handle == null) {
-            notifyWaited(LockListener::onNotAcquired, fullKey, start, null);
-        }
-        return handle;
-    }
-
-    private <T, E extends Throwable> T runAndRelease(String fullKey, LockHandle handle, long waitStart,
-            LockCallback<T, E> callback) throws E {
-        long acquiredAt = System.nanoTime();
-        LockContext.Frame frame = LockContext.enter(fullKey, handle);
-        try {
-            // inside the try: whatever happens from here on, the lock is released
-            notifyWaited(LockListener::onAcquired, fullKey, waitStart, null);
-            handle.whenLost(reason -> reportLostWhileHeld(fullKey, acquiredAt, reason));
-            return callback.doInLock();
-        }
-        finally {
-            LockContext.exit(frame);
-            release(fullKey, handle, acquiredAt);
+    private void releaseTaken(Taken taken) {
+        if (taken != null) {
+            taken.releaseAsync(this);
         }
     }
 
     /**
-     * Never throws: the guarded code has finished, and its own result or exception is what the caller must see.
+     * Waits for the acquisition. Interrupted, it gives back whatever the acquisition still brings (never left held and
+     * renewed for a caller that is gone) and keeps the interrupt.
      */
-    private void release(String fullKey, LockHandle handle, long acquiredAt) {
-        boolean released;
+    private Taken takeBlocking(String[] keys, LockOptions options) {
+        CompletableFuture<Taken> acquisition = take(keys, options);
         try {
-            released = handle.release();
+            return acquisition.get();
+        }
+        catch (InterruptedException ex) {
+            // the chain sees the cancellation and gives back what it took or still takes
+            acquisition.cancel(false);
+            Thread.currentThread().interrupt();
+            notifyWaited(LockListener::onNotAcquired, keys[0], System.nanoTime(), ex);
+            throw new LockAcquisitionException(String.join(", ", keys), Duration.ofNanos(waitNanos(options)), ex);
+        }
+        catch (ExecutionException ex) {
+            Throwable cause = ex.getCause();
+            throw (cause instanceof RuntimeException runtime) ? runtime : new IllegalStateException(cause);
+        }
+    }
+
+    // ---------------------------------------------------------------- asynchronous calls
+
+    @Override
+    public <T> CompletableFuture<T> executeAsync(Collection<String> keys, LockOptions options,
+            Supplier<? extends CompletionStage<T>> action) {
+        Objects.requireNonNull(action, "action");
+        String[] fullKeys = fullKeys(keys);
+        checkSupported(options);
+        Taken taken;
+        try {
+            taken = takeBlocking(fullKeys, options);
         }
         catch (RuntimeException ex) {
-            logger.warn("Could not release lock '" + fullKey + "' after " + millisSince(acquiredAt)
-                    + " ms; the backend keeps trying, and it expires by itself within its lease or the watchdog "
-                    + "timeout: " + ex);
-            notifyHeld(LockListener::onReleaseFailed, fullKey, acquiredAt, ex);
+            return CompletableFuture.failedFuture(ex);
+        }
+        if (taken.failedKey() != null) {
+            return CompletableFuture.failedFuture(
+                    new LockAcquisitionException(taken.failedKey(), Duration.ofNanos(taken.waitNanos()), null));
+        }
+        CompletableFuture<T> result = new CompletableFuture<>();
+        CompletionStage<T> stage;
+        taken.watch(this);
+        LockContext.Frame[] frames = new LockContext.Frame[fullKeys.length];
+        try {
+            // fencingToken() works in the action's synchronous part; nothing re-enters through these frames later
+            for (int i = 0; i < fullKeys.length; i++) {
+                frames[i] = LockContext.enter(fullKeys[i], taken.handle(fullKeys[i]), options.type());
+            }
+            stage = Objects.requireNonNull(action.get(), "the action returned no stage");
+        }
+        catch (Throwable ex) {
+            taken.releaseAsync(this).whenComplete((ignored, never) -> result.completeExceptionally(ex));
+            return result;
+        }
+        finally {
+            for (int i = frames.length - 1; i >= 0; i--) {
+                if (frames[i] != null) {
+                    LockContext.exit(frames[i]);
+                }
+            }
+        }
+        stage.whenComplete((value, failure) -> taken.releaseAsync(this).whenComplete((ignored, never) -> {
+            if (failure != null) {
+                result.completeExceptionally(unwrap(failure));
+            }
+            else {
+                result.complete(value);
+            }
+        }));
+        result.whenComplete((value, failure) -> {
+            if (failure instanceof CancellationException) {
+                stage.toCompletableFuture().cancel(true);
+            }
+        });
+        return result;
+    }
+
+    @Override
+    public CompletableFuture<HeldLock> acquireAsync(Collection<String> keys, LockOptions options) {
+        String[] fullKeys;
+        try {
+            fullKeys = fullKeys(keys);
+            checkSupported(options);
+        }
+        catch (RuntimeException ex) {
+            return CompletableFuture.failedFuture(ex);
+        }
+        CompletableFuture<HeldLock> result = new CompletableFuture<>();
+        CompletableFuture<Taken> acquisition = take(fullKeys, options);
+        result.whenComplete((held, failure) -> {
+            if (failure instanceof CancellationException) {
+                acquisition.cancel(false);
+            }
+        });
+        acquisition.whenComplete((taken, failure) -> {
+            if (failure != null) {
+                result.completeExceptionally(unwrap(failure));
+            }
+            else if (taken.failedKey() != null) {
+                result.completeExceptionally(
+                        new LockAcquisitionException(taken.failedKey(), Duration.ofNanos(taken.waitNanos()), null));
+            }
+            else if (result.isDone()) {
+                releasePartial(taken, taken.keys().length);
+            }
+            else {
+                taken.watch(this);
+                AsyncHeldLock held = new AsyncHeldLock(taken, options);
+                if (!result.complete(held)) {
+                    // cancelled meanwhile: the caller is gone
+                    held.releaseAsync();
+                }
+            }
+        });
+        return result;
+    }
+
+    /** A {@link HeldLock} released once. */
+    private final class AsyncHeldLock implements HeldLock {
+
+        private final Taken taken;
+        private final LockOptions options;
+        private final CompletableFuture<Void> released = new CompletableFuture<>();
+        private final java.util.concurrent.atomic.AtomicBoolean releasing = new java.util.concurrent.atomic.AtomicBoolean();
+
+        AsyncHeldLock(Taken taken, LockOptions options) {
+            this.taken = taken;
+            this.options = options;
+        }
+
+        @Override
+        public List<String> keys() {
+            return List.of(taken.keys());
+        }
+
+        @Override
+        public OptionalLong fencingToken() {
+            long token = taken.handles()[0].fencingToken();
+            return (token >= 0) ? OptionalLong.of(token) : OptionalLong.empty();
+        }
+
+        @Override
+        public CompletableFuture<Void> releaseAsync() {
+            if (releasing.compareAndSet(false, true)) {
+                if (!releaseLater(taken, options)) {
+                    taken.releaseAsync(DefaultLockTemplate.this).whenComplete((ignored, never) -> released.complete(null));
+                }
+                else {
+                    released.complete(null);
+                }
+            }
+            return released;
+        }
+    }
+
+    // ---------------------------------------------------------------- the one acquisition path
+
+    /**
+     * Takes every key of {@code keys} (sorted, distinct) for one new owner, one after the other, within one wait. The
+     * future never completes exceptionally for contention: a {@link Taken} names the key that could not be had, and
+     * the keys taken before it have been released.
+     */
+    private CompletableFuture<Taken> take(String[] keys, LockOptions options) {
+        long waitNanos = waitNanos(options);
+        long leaseNanos = leaseNanos(options);
+        LockOwner owner = LockOwner.next();
+        Taken taken = new Taken(keys, new LockHandle[keys.length], System.nanoTime(), waitNanos);
+        CompletableFuture<Taken> result = new CompletableFuture<>();
+        takeFrom(0, taken, options, leaseNanos, owner, result);
+        return result;
+    }
+
+    private void takeFrom(int index, Taken taken, LockOptions options, long leaseNanos, LockOwner owner,
+            CompletableFuture<Taken> result) {
+        String key = taken.keys()[index];
+        // one wait for all keys: later keys get what is left of it, and "try once" stays "try once" for each
+        long waitNanos = (taken.waitNanos() == 0) ? 0
+                : Math.max(0, taken.waitNanos() - (System.nanoTime() - taken.start()));
+        CompletableFuture<LockHandle> acquisition;
+        try {
+            acquisition = provider.acquire(new LockRequest(key, waitNanos, leaseNanos, options.fenced(), options.type(),
+                    owner));
+        }
+        catch (RuntimeException ex) {
+            failTaking(index, taken, key, ex, result);
             return;
         }
-        if (released) {
+        acquisition.whenComplete((handle, failure) -> {
+            if (failure != null) {
+                failTaking(index, taken, key, unwrap(failure), result);
+            }
+            else if (handle == null) {
+                notifyWaited(LockListener::onNotAcquired, key, taken.start(), null);
+                Taken failed = taken.failedAt(key);
+                releasePartial(taken, index);
+                result.complete(failed);
+            }
+            else {
+                taken.handles()[index] = handle;
+                if (index + 1 == taken.keys().length) {
+                    if (!result.complete(taken.acquired())) {
+                        // abandoned (interrupted, cancelled) while the last key was on its way
+                        releasePartial(taken, index + 1);
+                    }
+                }
+                else if (result.isDone()) {
+                    // abandoned while taking: give back what was taken
+                    releasePartial(taken, index + 1);
+                }
+                else {
+                    takeFrom(index + 1, taken, options, leaseNanos, owner, result);
+                }
+            }
+        });
+    }
+
+    private void failTaking(int index, Taken taken, String key, Throwable failure, CompletableFuture<Taken> result) {
+        notifyWaited(LockListener::onNotAcquired, key, taken.start(), failure);
+        releasePartial(taken, index);
+        result.completeExceptionally(new LockBackendException(key, failure));
+    }
+
+    /** Releases the first {@code count} handles of a call that could not take all its keys. */
+    private void releasePartial(Taken taken, int count) {
+        for (int i = 0; i < count; i++) {
+            LockHandle handle = taken.handles()[i];
+            String key = taken.keys()[i];
+            handle.releaseAsync().whenComplete((released, failure) -> {
+                if (failure != null) {
+                    logger.warn("Could not release lock '" + key + "' after another key of the same call could not be "
+                            + "taken; it expires by itself within its lease: " + failure);
+                }
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- release
+
+    /**
+     * Releases the locks of a call that has returned: at once, or after the minimum hold, or when the thread's
+     * transaction completes. Never throws: the guarded code has finished, and its own outcome is what the caller sees.
+     */
+    private void releaseAfterCall(Taken taken, LockOptions options) {
+        if (releaseAfterTransaction && TransactionBinding.bind(this, taken, options)) {
+            return;
+        }
+        if (!releaseLater(taken, options)) {
+            taken.releaseNow(this);
+        }
+    }
+
+    /** Only loaded when spring-tx is on the class path. */
+    private static final class TransactionBinding {
+
+        /** Defers the release to the end of the thread's transaction, if one is active; returns whether it did. */
+        static boolean bind(DefaultLockTemplate template, Taken taken, LockOptions options) {
+            if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+                return false;
+            }
+            for (int i = 0; i < taken.keys().length; i++) {
+                LockContext.defer(taken.keys()[i], taken.handles()[i], options.type());
+            }
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void afterCompletion(int status) {
+                    LockContext.undefer(taken.handles());
+                    if (!template.releaseLater(taken, options)) {
+                        taken.releaseNow(template);
+                    }
+                }
+            });
+            return true;
+        }
+    }
+
+    /** Schedules the release when the minimum hold is not over yet; returns whether it did. */
+    private boolean releaseLater(Taken taken, LockOptions options) {
+        if (options.holdAtLeast() == null) {
+            return false;
+        }
+        long remaining = options.holdAtLeast().toNanos() - (System.nanoTime() - taken.acquiredAt());
+        if (remaining <= 0) {
+            return false;
+        }
+        delayedReleases().schedule(() -> taken.releaseAsync(this), remaining, TimeUnit.NANOSECONDS);
+        return true;
+    }
+
+    private ScheduledExecutorService delayedReleases() {
+        ScheduledExecutorService executor = delayedReleases;
+        if (executor == null) {
+            synchronized (this) {
+                executor = delayedReleases;
+                if (executor == null) {
+                    executor = Executors.newSingleThreadScheduledExecutor(task -> {
+                        Thread thread = new Thread(task, "distlock-delayed-release");
+                        thread.setDaemon(true);
+                        return thread;
+                    });
+                    delayedReleases = executor;
+                }
+            }
+        }
+        return executor;
+    }
+
+    /** What one call took: its keys, their handles in the same order, when it started waiting and got them all. */
+    record Taken(String[] keys, LockHandle[] handles, long start, long waitNanos, long acquiredAt, String failedKey) {
+
+        Taken(String[] keys, LockHandle[] handles, long start, long waitNanos) {
+            this(keys, handles, start, waitNanos, 0, null);
+        }
+
+        Taken failedAt(String key) {
+            return new Taken(keys, handles, start, waitNanos, 0, key);
+        }
+
+        Taken acquired() {
+            return new Taken(keys, handles, start, waitNanos, System.nanoTime(), null);
+        }
+
+        LockHandle handle(String key) {
+            for (int i = 0; i < keys.length; i++) {
+                if (keys[i].equals(key)) {
+                    return handles[i];
+                }
+            }
+            throw new IllegalStateException("not taken: " + key);
+        }
+
+        /** Reports the acquisitions and registers the lost-while-held reports. */
+        void watch(DefaultLockTemplate template) {
+            for (int i = 0; i < keys.length; i++) {
+                String key = keys[i];
+                template.notifyWaited(LockListener::onAcquired, key, start, null);
+                handles[i].whenLost(reason -> template.reportLostWhileHeld(key, acquiredAt, reason));
+            }
+        }
+
+        /** Releases every key, waiting for each answer (the caller's thread has nothing else to do). */
+        void releaseNow(DefaultLockTemplate template) {
+            for (int i = keys.length - 1; i >= 0; i--) {
+                template.released(keys[i], handles[i], acquiredAt, releaseOutcome(handles[i]));
+            }
+        }
+
+        /** Releases every key without blocking; the future completes when all have answered. */
+        CompletableFuture<Void> releaseAsync(DefaultLockTemplate template) {
+            CompletableFuture<?>[] releases = new CompletableFuture<?>[keys.length];
+            for (int i = keys.length - 1; i >= 0; i--) {
+                String key = keys[i];
+                LockHandle handle = handles[i];
+                CompletableFuture<Boolean> release;
+                try {
+                    release = handle.releaseAsync();
+                }
+                catch (RuntimeException ex) {
+                    release = CompletableFuture.failedFuture(ex);
+                }
+                releases[i] = release.handle((released, failure) -> {
+                    template.released(key, handle, acquiredAt, (failure != null) ? unwrap(failure) : released);
+                    return null;
+                });
+            }
+            return CompletableFuture.allOf(releases);
+        }
+
+        private static Object releaseOutcome(LockHandle handle) {
+            try {
+                return handle.release();
+            }
+            catch (RuntimeException ex) {
+                return ex;
+            }
+        }
+    }
+
+    /** Reports the outcome of one release: {@code Boolean} released or not, or the backend's failure. */
+    private void released(String fullKey, LockHandle handle, long acquiredAt, Object outcome) {
+        if (outcome instanceof Throwable failure) {
+            logger.warn("Could not release lock '" + fullKey + "' after " + millisSince(acquiredAt)
+                    + " ms; the backend keeps trying, and it expires by itself within its lease or the watchdog "
+                    + "timeout: " + failure);
+            notifyHeld(LockListener::onReleaseFailed, fullKey, acquiredAt, failure);
+        }
+        else if (Boolean.TRUE.equals(outcome)) {
             if (handle.lostWhileHeld()) {
                 logger.info("Lock '" + fullKey + "', reported lost while held, was still this holder's at release");
             }
@@ -201,21 +602,53 @@ public class DefaultLockTemplate implements LockTemplate {
         }
     }
 
-    /** Gives back a lock whose caller stopped waiting for it; may run on a backend thread, so it must not block. */
-    private static void releaseQuietly(String fullKey, LockHandle handle) {
-        handle.releaseAsync().whenComplete((released, failure) -> {
-            if (failure != null) {
-                logger.warn("Could not give back lock '" + fullKey + "', acquired after its caller stopped waiting; it "
-                        + "expires by itself within its lease: " + failure);
-            }
-        });
-    }
-
     /** Called on a background thread while the guarded code still runs. */
     private void reportLostWhileHeld(String fullKey, long acquiredAt, String reason) {
         logger.warn("Lock '" + fullKey + "' was lost while its holder still runs, " + millisSince(acquiredAt)
                 + " ms after it was acquired: " + reason + ". Another caller may take it now.");
         notifyHeld(LockListener::onLeaseLost, fullKey, acquiredAt, null);
+    }
+
+    // ---------------------------------------------------------------- keys, options, listeners
+
+    @Override
+    public String fullKey(String key) {
+        if (key == null || key.isBlank()) {
+            throw new IllegalArgumentException("Lock key must not be null or blank, was " + (key == null ? "null" : "'" + key + "'"));
+        }
+        return keyPrefix.concat(key);
+    }
+
+    /** The full keys, distinct, in their one global order; every key checked before anything is locked. */
+    private String[] fullKeys(Collection<String> keys) {
+        Objects.requireNonNull(keys, "keys");
+        if (keys.isEmpty()) {
+            throw new IllegalArgumentException("At least one lock key is needed, got none");
+        }
+        TreeSet<String> sorted = new TreeSet<>();
+        for (String key : keys) {
+            sorted.add(fullKey(key));
+        }
+        return sorted.toArray(String[]::new);
+    }
+
+    private static String[] missing(String[] keys, LockContext.Frame[] reentered, int count) {
+        String[] missing = new String[count];
+        int j = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (reentered[i] == null) {
+                missing[j++] = keys[i];
+            }
+        }
+        return missing;
+    }
+
+    private void checkSupported(LockOptions options) {
+        Objects.requireNonNull(options, "options");
+        if (!provider.supports(options.type(), options.fenced())) {
+            throw new IllegalArgumentException("The lock backend (" + provider.getClass().getSimpleName() + ") cannot take "
+                    + (options.fenced() ? "fenced " : "") + options.type() + " locks");
+        }
     }
 
     /** An event about the wait that started at {@code waitStart}. */
@@ -259,7 +692,24 @@ public class DefaultLockTemplate implements LockTemplate {
         return (options.leaseTime() != null) ? options.leaseTime().toNanos() : defaultLeaseNanos;
     }
 
+    private static Throwable unwrap(Throwable failure) {
+        return (failure instanceof CompletionException && failure.getCause() != null) ? failure.getCause() : failure;
+    }
+
     private static long millisSince(long nanoTime) {
         return (System.nanoTime() - nanoTime) / 1_000_000;
+    }
+
+    /** Stops the scheduler of delayed releases (minimum hold); releases already due run first. */
+    public void shutdown() {
+        ScheduledExecutorService executor = delayedReleases;
+        if (executor != null) {
+            executor.shutdown();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "DefaultLockTemplate[" + provider + ", prefix '" + keyPrefix + "', " + Arrays.toString(listeners) + "]";
     }
 }

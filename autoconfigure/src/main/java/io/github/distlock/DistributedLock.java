@@ -9,16 +9,20 @@ import java.lang.annotation.Target;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Runs the annotated method only while this process holds the distributed lock named by {@link #key()}.
+ * Runs the annotated method only while this process holds the distributed lock named by {@link #key()} (or the locks
+ * of all its keys, when the key expression evaluates to a collection or an array).
  *
  * <pre>{@code
  * @DistributedLock(key = "'order:' + #userId", waitTime = 0)
  * public Order placeOrder(long userId, OrderRequest request) { ... }
  * }</pre>
  *
- * <p>The lock is taken before the method runs and released when it returns or throws, by its owner only. When it can't
- * be had within the wait time the method does not run and a {@link LockAcquisitionException} is thrown. A nested
- * call on the same key in the same thread re-enters the lock.
+ * <p>The lock is taken before the method runs and released when it returns or throws, by its owner only; for a method
+ * returning a {@code CompletionStage}/{@code CompletableFuture}, when the returned stage completes; for a
+ * {@code Mono}/{@code Flux}, when the publisher terminates or is cancelled (taken on subscription, without blocking).
+ * When it can't be had within the wait time the method does not run and a {@link LockAcquisitionException} is thrown
+ * (or returned in the stage or publisher), unless {@link #skipIfLocked()} or {@link #fallbackMethod()} says otherwise.
+ * A nested synchronous call on the same key in the same thread re-enters the lock; asynchronous calls never do.
  *
  * <p>The method must be public or protected, not final, not static, and be called through the Spring proxy (a call
  * from inside the same bean bypasses the proxy and so the lock). Methods the proxy cannot intercept fail the startup.
@@ -45,7 +49,13 @@ public @interface DistributedLock {
      *
      * <p>A {@code +} chain such as {@code 'order:' + #userId + ':' + #productId} is evaluated part by part: each part
      * must be neither {@code null} nor blank, or the call fails before any lock is taken. The parts are joined as
-     * text; put arithmetic in parentheses: {@code 'slot:' + (#a + #b)}.
+     * text; put arithmetic in parentheses: {@code 'slot:' + (#a + #b)}. A part that is an array or a collection is
+     * written as its elements ({@code [a, b]}); a part whose text would be an object's identity
+     * ({@code Cart@5ecddf8f}: a new lock on every call) fails the startup when its type says so, else the call.
+     *
+     * <p>An expression that evaluates to a collection or an array as a whole, such as {@code #transfer.accountIds()},
+     * {@code #root.args} or the inline list {@code {'acct:' + #from, 'acct:' + #to}}, locks every element, all or none,
+     * in one global order (see {@link LockTemplate#execute(java.util.Collection, LockOptions, LockCallback)}).
      */
     String key();
 
@@ -74,4 +84,36 @@ public @interface DistributedLock {
      * that tokens keep rising even after Redis loses its data).
      */
     boolean fenced() default false;
+
+    /**
+     * The kind of lock: {@link LockType#REENTRANT} (the default), {@link LockType#FAIR} (waiters served in arrival
+     * order), {@link LockType#READ} or {@link LockType#WRITE} (many readers or one writer). A type the backend cannot
+     * take (or fence) fails the startup, naming the method.
+     */
+    LockType type() default LockType.REENTRANT;
+
+    /**
+     * When the lock can't be had within the wait, do not run the method and return "nothing" instead of throwing
+     * {@link LockAcquisitionException}: {@code null} (or nothing, for {@code void}), {@code Optional.empty()}, a
+     * completed {@code CompletableFuture} of {@code null}, {@code Mono.empty()} or {@code Flux.empty()}. Logged at
+     * DEBUG. What a job scheduled on every instance wants. A backend failure ({@link LockBackendException}) is never
+     * skipped. Methods returning a primitive other than {@code void} can't be skipped (startup error).
+     */
+    boolean skipIfLocked() default false;
+
+    /**
+     * The name of a method of the same bean to run instead when the lock can't be had within the wait: same
+     * parameters, optionally followed by one more of type {@link LockAcquisitionException}, and a return type
+     * assignable to this method's. Missing or mismatched, it fails the startup naming both methods. A backend failure
+     * ({@link LockBackendException}) never runs the fallback.
+     */
+    String fallbackMethod() default "";
+
+    /**
+     * The lock stays taken at least this long (in {@link #timeUnit()}) after it was acquired, even when the method
+     * finishes sooner; the release then happens in the background, without delaying the caller. For jobs scheduled on
+     * several instances: a run that takes 20 ms on one instance keeps another whose clock or trigger is 50 ms late
+     * from running it again. {@code 0} (the default): released when the method returns.
+     */
+    long holdAtLeast() default 0;
 }

@@ -14,11 +14,17 @@ import io.github.distlock.spi.LockHandle;
  */
 public final class LockContext {
 
-    /** A call running under the lock of {@code handle} for {@code key}, nested in {@code outer}. */
-    record Frame(String key, LockHandle handle, Frame outer) {
+    /** A call running under the lock of {@code handle} for {@code key}, of {@code type}, nested in {@code outer}. */
+    record Frame(String key, LockHandle handle, LockType type, Frame outer) {
     }
 
     private static final ThreadLocal<Frame> FRAMES = new ThreadLocal<>();
+
+    /**
+     * Locks whose release waits for the end of this thread's transaction: their calls have returned, but a later call
+     * in the same transaction must re-enter them instead of waiting for itself. Cleared when the transaction ends.
+     */
+    private static final ThreadLocal<Frame> DEFERRED = new ThreadLocal<>();
 
     private LockContext() {
     }
@@ -52,18 +58,69 @@ public final class LockContext {
 
     /** The lock this thread holds for {@code fullKey}, or {@code null}. */
     static LockHandle held(String fullKey) {
+        Frame frame = find(fullKey);
+        return (frame != null) ? frame.handle() : null;
+    }
+
+    /**
+     * The lock this thread holds for {@code fullKey}, to be re-entered by a call of {@code type}, or {@code null}.
+     *
+     * @throws IllegalStateException when the key is held for reading and the call wants it exclusively: it would wait
+     * for itself until its wait time ran out
+     */
+    static Frame reentry(String fullKey, LockType type) {
+        Frame frame = find(fullKey);
+        if (frame != null && !frame.type().exclusive() && type.exclusive()) {
+            throw new IllegalStateException("Lock '" + fullKey + "' is held for READ by an outer call on this thread; a "
+                    + "nested " + type + " call on it would wait for itself. Take it as " + type + " in the outer call.");
+        }
+        return frame;
+    }
+
+    private static Frame find(String fullKey) {
         for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
             if (frame.key().equals(fullKey)) {
-                return frame.handle();
+                return frame;
+            }
+        }
+        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
+            if (frame.key().equals(fullKey)) {
+                return frame;
             }
         }
         return null;
     }
 
-    static Frame enter(String fullKey, LockHandle handle) {
-        Frame frame = new Frame(fullKey, handle, FRAMES.get());
+    static Frame enter(String fullKey, LockHandle handle, LockType type) {
+        Frame frame = new Frame(fullKey, handle, type, FRAMES.get());
         FRAMES.set(frame);
         return frame;
+    }
+
+    /** Keeps {@code fullKey} re-enterable by this thread until {@link #clearDeferred()}: see {@link #DEFERRED}. */
+    static void defer(String fullKey, LockHandle handle, LockType type) {
+        DEFERRED.set(new Frame(fullKey, handle, type, DEFERRED.get()));
+    }
+
+    /** Ends what {@link #defer} began for these handles (one transaction's; an outer one's stay). */
+    static void undefer(LockHandle[] handles) {
+        Frame kept = null;
+        java.util.ArrayDeque<Frame> frames = new java.util.ArrayDeque<>();
+        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
+            frames.push(frame);
+        }
+        while (!frames.isEmpty()) {
+            Frame frame = frames.pop();
+            if (!java.util.Arrays.asList(handles).contains(frame.handle())) {
+                kept = new Frame(frame.key(), frame.handle(), frame.type(), kept);
+            }
+        }
+        if (kept != null) {
+            DEFERRED.set(kept);
+        }
+        else {
+            DEFERRED.remove();
+        }
     }
 
     static void exit(Frame frame) {

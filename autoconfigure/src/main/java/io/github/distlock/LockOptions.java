@@ -3,20 +3,24 @@ package io.github.distlock;
 import java.time.Duration;
 
 /**
- * How one lock call waits and leases.
+ * How one lock call waits, leases and holds.
  *
  * @param waitTime how long to wait for the lock: {@link Duration#ZERO} tries once; {@code null} uses
  * {@code distlock.wait-time}
  * @param leaseTime a fixed lease after which the lock expires even if the code still runs; {@link #WATCHDOG} renews the
  * lock while the holder lives; {@code null} uses {@code distlock.lease-time} (the watchdog when that is not set)
  * @param fenced whether to take a fenced lock whose token {@link LockContext#fencingToken()} returns
+ * @param type the kind of lock; {@code null} means {@link LockType#REENTRANT}
+ * @param holdAtLeast the lock stays taken at least this long after it was acquired, even when the code finishes
+ * sooner (released in the background, without delaying the caller): a job scheduled on several instances whose
+ * clocks or triggers differ a little then runs once; {@code null} or zero for none
  */
-public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced) {
+public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast) {
 
     /** The lease value meaning "renewed by the watchdog while held". */
     public static final Duration WATCHDOG = Duration.ZERO;
 
-    /** The configured defaults for wait and lease, not fenced. */
+    /** The configured defaults for wait and lease, not fenced, {@link LockType#REENTRANT}, no minimum hold. */
     public static final LockOptions DEFAULTS = new LockOptions(null, null, false);
 
     /**
@@ -30,6 +34,16 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced)
         if (leaseTime != null && (leaseTime.isNegative() || belowOneMilli(leaseTime))) {
             throw new IllegalArgumentException("leaseTime must be 0 (LockOptions.WATCHDOG) or at least 1 ms, was " + leaseTime);
         }
+        if (holdAtLeast != null && (holdAtLeast.isNegative() || belowOneMilli(holdAtLeast))) {
+            throw new IllegalArgumentException("holdAtLeast must be 0 or at least 1 ms, was " + holdAtLeast);
+        }
+        type = (type != null) ? type : LockType.REENTRANT;
+        holdAtLeast = (holdAtLeast != null && !holdAtLeast.isZero()) ? holdAtLeast : null;
+    }
+
+    /** Wait, lease and fencing; a {@link LockType#REENTRANT} lock with no minimum hold. */
+    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced) {
+        this(waitTime, leaseTime, fenced, LockType.REENTRANT, null);
     }
 
     private static boolean belowOneMilli(Duration time) {
@@ -43,16 +57,26 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced)
 
     /** These options with another wait time. */
     public LockOptions withWaitTime(Duration waitTime) {
-        return new LockOptions(waitTime, leaseTime, fenced);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
     }
 
     /** These options with another lease time ({@link #WATCHDOG} for renewal). */
     public LockOptions withLeaseTime(Duration leaseTime) {
-        return new LockOptions(waitTime, leaseTime, fenced);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
     }
 
     /** These options, fenced. */
     public LockOptions withFencing() {
-        return new LockOptions(waitTime, leaseTime, true);
+        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast);
+    }
+
+    /** These options with another lock type. */
+    public LockOptions withType(LockType type) {
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
+    }
+
+    /** These options with a minimum hold: see {@link #holdAtLeast()}. */
+    public LockOptions withHoldAtLeast(Duration holdAtLeast) {
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
     }
 }

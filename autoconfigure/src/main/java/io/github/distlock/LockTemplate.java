@@ -1,5 +1,11 @@
 package io.github.distlock;
 
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+
 /**
  * Runs code while holding a distributed lock: the programmatic twin of {@link DistributedLock}, and the engine behind
  * it. Inject it where the key or the options are only known at run time.
@@ -19,6 +25,10 @@ package io.github.distlock;
  * reentrant per thread. A lock that can't be had throws {@link LockAcquisitionException} ({@code execute}/{@code run})
  * or returns "not acquired" ({@code tryExecute}/{@code tryRun}); an unreachable backend throws
  * {@link LockBackendException} from all of them. The code never runs without the lock.
+ *
+ * <p>A nested call on a key this thread already holds re-enters the lock: the outer call's lease, owner and fencing
+ * token stay as they are, whatever options the nested call names, and nothing is asked of the backend. A nested
+ * exclusive call on a key held for {@link LockType#READ} fails at once instead of waiting for itself.
  */
 public interface LockTemplate {
 
@@ -56,6 +66,44 @@ public interface LockTemplate {
             return Boolean.TRUE;
         }).acquired();
     }
+
+    /**
+     * Runs {@code callback} under the locks of all {@code keys} at once, all or none: keys are de-duplicated and taken
+     * in one global order (so calls locking {A, B} and {B, A} cannot deadlock), within one wait for them all; if one
+     * can't be had, those already taken are released and {@link LockAcquisitionException} names it. Each key is
+     * checked like a single key before anything is locked.
+     */
+    <T, E extends Throwable> T execute(Collection<String> keys, LockOptions options, LockCallback<T, E> callback) throws E;
+
+    /** {@link #execute(Collection, LockOptions, LockCallback)}, returning "not acquired" instead of throwing. */
+    <T, E extends Throwable> LockResult<T> tryExecute(Collection<String> keys, LockOptions options,
+            LockCallback<T, E> callback) throws E;
+
+    /**
+     * Runs {@code action} under the lock for {@code key} and keeps the lock until the stage it returns completes
+     * (normally, exceptionally or by cancellation), not just until it returns. The acquisition waits on the calling
+     * thread as {@link #execute} does (one round trip with the default wait of 0) and {@code action} runs on the
+     * calling thread. The returned future completes, after the release, with the stage's outcome; it fails with
+     * {@link LockAcquisitionException} or {@link LockBackendException} when the lock could not be had (the action then
+     * did not run). Cancelling it cancels the action's stage and releases the lock. Not re-entrant.
+     */
+    default <T> CompletableFuture<T> executeAsync(String key, LockOptions options,
+            Supplier<? extends CompletionStage<T>> action) {
+        return executeAsync(List.of(key), options, action);
+    }
+
+    /** {@link #executeAsync(String, LockOptions, Supplier)} for several keys, taken as {@link #execute(Collection,
+     * LockOptions, LockCallback)} takes them. */
+    <T> CompletableFuture<T> executeAsync(Collection<String> keys, LockOptions options,
+            Supplier<? extends CompletionStage<T>> action);
+
+    /**
+     * Acquires the locks of {@code keys} without blocking the caller (for reactive code): the future completes with
+     * the held lock, which the caller must release; exceptionally with {@link LockAcquisitionException} when another
+     * holder kept a key for the whole wait, or {@link LockBackendException}. Cancelling the future gives back whatever
+     * it still acquires. It may complete on a backend thread: keep what runs there short and non-blocking.
+     */
+    CompletableFuture<HeldLock> acquireAsync(Collection<String> keys, LockOptions options);
 
     /** The Redis key a lock for {@code key} uses: the configured prefix followed by {@code key}. */
     String fullKey(String key);

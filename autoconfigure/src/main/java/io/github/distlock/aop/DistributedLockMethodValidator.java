@@ -3,7 +3,10 @@ package io.github.distlock.aop;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Map;
+import java.util.function.BiPredicate;
 import java.util.function.BooleanSupplier;
+
+import io.github.distlock.LockType;
 
 import io.github.distlock.DistributedLock;
 import org.springframework.beans.BeansException;
@@ -25,6 +28,7 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
 
     private final ObjectProvider<LockOperationSource> operations;
     private final BooleanSupplier lockingAvailable;
+    private final BiPredicate<LockType, Boolean> supported;
 
     /**
      * @param operations looked up lazily: a post-processor's dependencies would otherwise be created before
@@ -33,8 +37,19 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
      * without creating anything
      */
     public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable) {
+        this(operations, lockingAvailable, (type, fenced) -> true);
+    }
+
+    /**
+     * @param operations looked up lazily (see above)
+     * @param lockingAvailable whether a lock backend exists (see above)
+     * @param supported whether the backend can take a lock of a type, fenced or not
+     */
+    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable,
+            BiPredicate<LockType, Boolean> supported) {
         this.operations = operations;
         this.lockingAvailable = lockingAvailable;
+        this.supported = supported;
     }
 
     @Override
@@ -61,11 +76,18 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
                         + "LockProvider bean. Setting distlock.enabled=false instead runs every @DistributedLock method "
                         + "WITHOUT a lock.");
             }
+            LockOperation operation;
             try {
-                operations.getObject().getOperation(method, userClass);
+                operation = operations.getObject().getOperation(method, userClass);
             }
             catch (IllegalStateException ex) {
                 throw new BeanInitializationException(ex.getMessage() + " (bean '" + beanName + "')", ex);
+            }
+            if (operation != null && !supported.test(operation.options().type(), operation.options().fenced())) {
+                throw new BeanInitializationException("Invalid @DistributedLock on " + LockOperation.describe(method)
+                        + " in bean '" + beanName + "': the lock backend cannot take " + (operation.options().fenced()
+                        ? "fenced " : "") + operation.options().type() + " locks" + (operation.options().fenced()
+                        ? " (READ locks take no fencing token: readers do not write)" : ""));
             }
         }
         return bean;

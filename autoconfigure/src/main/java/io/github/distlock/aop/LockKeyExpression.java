@@ -22,6 +22,7 @@ import org.springframework.expression.TypedValue;
 import org.springframework.expression.spel.ExpressionState;
 import org.springframework.expression.spel.SpelNode;
 import org.springframework.expression.spel.SpelParserConfiguration;
+import org.springframework.expression.spel.ast.InlineList;
 import org.springframework.expression.spel.ast.OpPlus;
 import org.springframework.expression.spel.ast.VariableReference;
 import org.springframework.expression.spel.standard.SpelExpression;
@@ -48,14 +49,17 @@ final class LockKeyExpression {
     private static final List<MethodResolver> METHOD_RESOLVERS = List.of(new ReflectiveMethodResolver());
 
     private final String source;
-    private final SpelNode[] parts;
+    /** The parts of each key: one key for a plain expression, one per element of a top-level inline list. */
+    private final SpelNode[][] keys;
+    private final boolean inlineList;
     private final Map<String, Integer> parameterIndex;
     private final BeanResolver beanResolver;
 
-    private LockKeyExpression(String source, SpelNode[] parts, Map<String, Integer> parameterIndex,
+    private LockKeyExpression(String source, SpelNode[][] keys, boolean inlineList, Map<String, Integer> parameterIndex,
             BeanResolver beanResolver) {
         this.source = source;
-        this.parts = parts;
+        this.keys = keys;
+        this.inlineList = inlineList;
         this.parameterIndex = parameterIndex;
         this.beanResolver = beanResolver;
     }
@@ -88,9 +92,17 @@ final class LockKeyExpression {
         }
         Map<String, Integer> index = parameterIndex(method, parameterNames);
         checkVariables(parsed.getAST(), expression, index, parameterNames);
-        SpelNode[] parts = split(parsed.getAST());
-        checkIdentityParts(parts, expression, method, index, targetClass);
-        return new LockKeyExpression(expression, parts, index, beanResolver);
+        SpelNode ast = parsed.getAST();
+        boolean inlineList = ast instanceof InlineList;
+        SpelNode[][] keys = new SpelNode[inlineList ? ast.getChildCount() : 1][];
+        if (inlineList && keys.length == 0) {
+            throw new IllegalArgumentException("key '" + expression + "' is an empty list: it names no lock");
+        }
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = split(inlineList ? ast.getChild(i) : ast);
+            checkIdentityParts(keys[i], expression, method, index, targetClass);
+        }
+        return new LockKeyExpression(expression, keys, inlineList, index, beanResolver);
     }
 
     /** The expression as written (placeholders resolved). */
@@ -99,11 +111,12 @@ final class LockKeyExpression {
     }
 
     /**
-     * Evaluates the key for one call.
+     * Evaluates the key for one call: a {@code String}, or a {@code List<String>} of several keys when the expression
+     * is an inline list or its value a collection or an array.
      *
-     * @throws IllegalArgumentException when a part is null or blank, or evaluation fails
+     * @throws IllegalArgumentException when a part or an element is null or blank, or evaluation fails
      */
-    String evaluate(Method method, Object[] args, Object target, Class<?> targetClass) {
+    Object evaluate(Method method, Object[] args, Object target, Class<?> targetClass) {
         LockExpressionRoot root = new LockExpressionRoot(method, args, target, targetClass);
         StandardEvaluationContext context = new ParameterEvaluationContext(root, args, parameterIndex);
         context.setPropertyAccessors(PROPERTY_ACCESSORS);
@@ -112,6 +125,25 @@ final class LockKeyExpression {
             context.setBeanResolver(beanResolver);
         }
         ExpressionState state = new ExpressionState(context, new TypedValue(root), CONFIGURATION);
+        if (inlineList) {
+            List<String> all = new ArrayList<>(keys.length);
+            for (SpelNode[] parts : keys) {
+                all.add(key(parts, state));
+            }
+            return all;
+        }
+        SpelNode[] parts = keys[0];
+        if (parts.length == 1) {
+            Object value = evaluate(parts[0], state);
+            if (value instanceof Collection<?> || (value != null && value.getClass().isArray())) {
+                return elements(parts[0], value);
+            }
+            return text(parts[0], value);
+        }
+        return key(parts, state);
+    }
+
+    private String key(SpelNode[] parts, ExpressionState state) {
         if (parts.length == 1) {
             return text(parts[0], evaluate(parts[0], state));
         }
@@ -120,6 +152,28 @@ final class LockKeyExpression {
             key.append(text(part, evaluate(part, state)));
         }
         return key.toString();
+    }
+
+    /** The keys of a whole expression whose value is a collection or an array: each element checked as a key. */
+    private List<String> elements(SpelNode part, Object value) {
+        List<Object> elements = new ArrayList<>();
+        if (value instanceof Collection<?> collection) {
+            elements.addAll(collection);
+        }
+        else {
+            for (int i = 0, n = Array.getLength(value); i < n; i++) {
+                elements.add(Array.get(value, i));
+            }
+        }
+        if (elements.isEmpty()) {
+            throw new IllegalArgumentException("key '" + source + "' evaluates to an empty " + (value instanceof Collection<?>
+                    ? "collection" : "array") + ": it names no lock");
+        }
+        List<String> keys = new ArrayList<>(elements.size());
+        for (Object element : elements) {
+            keys.add(text(part, element));
+        }
+        return keys;
     }
 
     private Object evaluate(SpelNode part, ExpressionState state) {

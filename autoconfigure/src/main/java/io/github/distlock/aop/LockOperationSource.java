@@ -4,6 +4,9 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
@@ -17,6 +20,7 @@ import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
 import org.springframework.expression.BeanResolver;
+import org.springframework.util.ReflectionUtils;
 
 /**
  * Finds the {@link DistributedLock} of a method and parses it into a {@link LockOperation}, once per method and target
@@ -24,7 +28,7 @@ import org.springframework.expression.BeanResolver;
  */
 public class LockOperationSource {
 
-    private static final LockOperation NONE = new LockOperation(null, null, null);
+    private static final LockOperation NONE = new LockOperation(null, null, null, null, false, null, false);
 
     private final Map<MethodClassKey, LockOperation> cache = new ConcurrentHashMap<>(64);
     private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
@@ -75,16 +79,91 @@ public class LockOperationSource {
             String expression = resolvePlaceholders(annotation.key());
             LockKeyExpression key = LockKeyExpression.parse(expression, specific, targetClass,
                     parameterNames.getParameterNames(specific), beanResolver);
+            Duration holdAtLeast = (annotation.holdAtLeast() == 0) ? null
+                    : time("holdAtLeast", annotation.holdAtLeast(), annotation.timeUnit(), null);
             LockOptions options = new LockOptions(
                     time("waitTime", annotation.waitTime(), annotation.timeUnit(), defaultWait),
                     time("leaseTime", annotation.leaseTime(), annotation.timeUnit(), defaultLease),
-                    annotation.fenced());
-            return new LockOperation(specific, key, options);
+                    annotation.fenced(), annotation.type(), holdAtLeast);
+            LockOperation.Shape shape = shape(specific);
+            if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
+                throw new IllegalArgumentException("fenced = true is not supported on a " + shape + " method: reactive code "
+                        + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
+                        + "HeldLock.fencingToken()");
+            }
+            Method fallback = null;
+            boolean fallbackTakesException = false;
+            if (!annotation.fallbackMethod().isEmpty()) {
+                if (annotation.skipIfLocked()) {
+                    throw new IllegalArgumentException("skipIfLocked and fallbackMethod exclude each other: choose one");
+                }
+                fallback = fallbackMethod(specific, targetClass, annotation.fallbackMethod());
+                fallbackTakesException = fallback.getParameterCount() > specific.getParameterCount();
+            }
+            else if (annotation.skipIfLocked() && specific.getReturnType().isPrimitive()
+                    && specific.getReturnType() != void.class) {
+                throw new IllegalArgumentException("skipIfLocked on a method returning " + specific.getReturnType()
+                        + ": a skipped call has nothing to return; return void, a wrapper type, Optional, a "
+                        + "CompletableFuture, or use fallbackMethod");
+            }
+            return new LockOperation(specific, key, options, shape, annotation.skipIfLocked(), fallback,
+                    fallbackTakesException);
         }
         catch (IllegalArgumentException ex) {
             throw new IllegalStateException("Invalid @DistributedLock on " + LockOperation.describe(specific) + ": "
                     + ex.getMessage(), ex);
         }
+    }
+
+    /** How the method delivers its result; a result type whose end the lock can't observe fails the startup. */
+    private static LockOperation.Shape shape(Method method) {
+        Class<?> type = method.getReturnType();
+        if (type == CompletionStage.class || type == CompletableFuture.class) {
+            return LockOperation.Shape.STAGE;
+        }
+        if (ReactiveLocking.isMono(type)) {
+            return LockOperation.Shape.MONO;
+        }
+        if (ReactiveLocking.isFlux(type)) {
+            return LockOperation.Shape.FLUX;
+        }
+        if (Future.class.isAssignableFrom(type) || CompletionStage.class.isAssignableFrom(type)
+                || ReactiveLocking.isOtherPublisher(type)) {
+            throw new IllegalArgumentException("the method returns " + type.getName() + ", whose completion the lock "
+                    + "cannot follow (it would be released when the method returns, before the work is done); return "
+                    + "CompletableFuture, CompletionStage, Mono or Flux");
+        }
+        return LockOperation.Shape.SYNC;
+    }
+
+    /** The fallback of {@code method}: same parameters (plus, optionally, the exception), a compatible result. */
+    private static Method fallbackMethod(Method method, Class<?> targetClass, String name) {
+        Class<?> owner = (targetClass != null) ? targetClass : method.getDeclaringClass();
+        Class<?>[] parameters = method.getParameterTypes();
+        Class<?>[] withException = java.util.Arrays.copyOf(parameters, parameters.length + 1);
+        withException[parameters.length] = io.github.distlock.LockAcquisitionException.class;
+        Method fallback = ReflectionUtils.findMethod(owner, name, parameters);
+        if (fallback == null) {
+            fallback = ReflectionUtils.findMethod(owner, name, withException);
+        }
+        String expected = name + "(" + java.util.Arrays.stream(parameters).map(Class::getSimpleName)
+                .collect(java.util.stream.Collectors.joining(", ")) + "[, LockAcquisitionException])";
+        if (fallback == null) {
+            throw new IllegalArgumentException("fallbackMethod '" + name + "' not found in " + owner.getName()
+                    + ": expected " + expected + " returning " + method.getReturnType().getSimpleName());
+        }
+        if (!org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
+                .isAssignableFrom(org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(fallback.getReturnType()))) {
+            throw new IllegalArgumentException("fallbackMethod " + LockOperation.describe(fallback) + " returns "
+                    + fallback.getReturnType().getName() + ", which " + LockOperation.describe(method)
+                    + " cannot return (it returns " + method.getReturnType().getName() + ")");
+        }
+        if (java.lang.reflect.Modifier.isStatic(fallback.getModifiers())) {
+            throw new IllegalArgumentException("fallbackMethod " + LockOperation.describe(fallback) + " is static; "
+                    + "make it an instance method of the bean");
+        }
+        ReflectionUtils.makeAccessible(fallback);
+        return fallback;
     }
 
     private String resolvePlaceholders(String expression) {

@@ -39,13 +39,13 @@ import org.springframework.util.function.SingletonSupplier;
 @Import(DistlockProxyRegistrar.class)
 public final class DistlockAutoConfiguration {
 
-    @Bean
+    @Bean(destroyMethod = "shutdown")
     @ConditionalOnBean(LockProvider.class)
     @ConditionalOnMissingBean(LockTemplate.class)
     DefaultLockTemplate lockTemplate(LockProvider provider, DistlockProperties properties,
             ObjectProvider<LockListener> listeners) {
         return new DefaultLockTemplate(provider, properties.getKeyPrefix(), properties.getWaitTime(),
-                properties.getLeaseTime(), listeners.orderedStream().toList());
+                properties.getLeaseTime(), listeners.orderedStream().toList(), properties.isReleaseAfterTransaction());
     }
 
     @Bean
@@ -69,8 +69,12 @@ public final class DistlockAutoConfiguration {
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     static DistributedLockMethodValidator distributedLockMethodValidator(ObjectProvider<LockOperationSource> operations,
-            ListableBeanFactory beanFactory) {
+            ListableBeanFactory beanFactory, ObjectProvider<LockProvider> providers) {
         return new DistributedLockMethodValidator(operations,
-                () -> beanFactory.getBeanNamesForType(LockTemplate.class, true, false).length > 0);
+                () -> beanFactory.getBeanNamesForType(LockTemplate.class, true, false).length > 0,
+                (type, fenced) -> {
+                    LockProvider provider = providers.getIfUnique();
+                    return provider == null || provider.supports(type, fenced);
+                });
     }
 }

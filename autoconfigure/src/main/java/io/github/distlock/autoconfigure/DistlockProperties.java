@@ -50,6 +50,14 @@ public class DistlockProperties {
      */
     private int order = DEFAULT_ORDER;
 
+    /**
+     * Whether a lock taken while a Spring transaction is active on the thread (LockTemplate inside @Transactional, or
+     * the advisor ordered inside it) is released only when that transaction completes, so that the next holder never
+     * reads this holder's uncommitted state. With the default advisor order the lock is taken outside the transaction,
+     * and this changes nothing.
+     */
+    private boolean releaseAfterTransaction = true;
+
     public boolean isEnabled() {
         return enabled;
     }
@@ -104,6 +112,14 @@ public class DistlockProperties {
             throw new IllegalArgumentException("distlock.watchdog-timeout must be at least 100ms, was " + watchdogTimeout);
         }
         this.watchdogTimeout = watchdogTimeout;
+    }
+
+    public boolean isReleaseAfterTransaction() {
+        return releaseAfterTransaction;
+    }
+
+    public void setReleaseAfterTransaction(boolean releaseAfterTransaction) {
+        this.releaseAfterTransaction = releaseAfterTransaction;
     }
 
     public int getOrder() {

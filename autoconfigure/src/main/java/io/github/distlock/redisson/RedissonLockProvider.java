@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
+import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -23,7 +24,8 @@ import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.LongCodec;
 
 /**
- * Locks on Redisson's {@link RLock}: a Redis hash whose field is the owner ({@code <client id>:<owner id>}), with
+ * Locks on Redisson's {@link RLock} ({@code REENTRANT}), {@code RFairLock} ({@code FAIR}) and {@code RReadWriteLock}
+ * ({@code READ}, {@code WRITE}): a Redis hash whose field is the owner ({@code <client id>:<owner id>}), with
  * publish/subscribe wake-up of waiters and watchdog renewal.
  *
  * <p>Each acquisition has an owner of its own ({@link io.github.distlock.spi.LockOwner}), passed where Redisson would
@@ -88,9 +90,32 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         });
     }
 
+    /** Every type: {@code RLock}, {@code RFairLock}, the two halves of {@code RReadWriteLock}; all but READ fenced. */
+    @Override
+    public boolean supports(LockType type, boolean fenced) {
+        return !fenced || type != LockType.READ;
+    }
+
+    private RLock lock(LockType type, String key) {
+        return switch (type) {
+            case REENTRANT -> redisson.getLock(key);
+            case FAIR -> redisson.getFairLock(key);
+            case READ -> redisson.getReadWriteLock(key).readLock();
+            case WRITE -> redisson.getReadWriteLock(key).writeLock();
+        };
+    }
+
+    /** The hash field Redisson writes for {@code owner}: the write half of a read/write lock adds a suffix. */
+    private String ownerField(LockType type, long owner) {
+        return clientId + ":" + owner + ((type == LockType.WRITE) ? ":write" : "");
+    }
+
     @Override
     public CompletableFuture<LockHandle> acquire(LockRequest request) {
-        RLock lock = redisson.getLock(request.key());
+        if (!supports(request.type(), request.fenced())) {
+            throw new IllegalArgumentException("Redisson locks of type READ cannot be fenced: readers take no token");
+        }
+        RLock lock = lock(request.type(), request.key());
         long owner = request.owner().id();
         long lease = request.watchdog() ? WATCHDOG : request.leaseNanos();
         long leaseMillis = request.watchdog() ? watchdogMillis : TimeUnit.NANOSECONDS.toMillis(request.leaseNanos());
@@ -115,8 +140,8 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
                 result.complete(null);
                 return;
             }
-            RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, leaseMillis,
-                    request.watchdog() ? monitor : null);
+            RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, ownerField(request.type(), owner),
+                    leaseMillis, request.watchdog() ? monitor : null);
             if (!request.fenced()) {
                 complete(result, handle);
                 return;
@@ -177,10 +202,10 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         });
     }
 
-    private CompletableFuture<Long> issueToken(RLock lock, long owner) {
+    private CompletableFuture<Long> issueToken(RLock lock, String ownerField) {
         String counter = RedissonObject.prefixName("redisson_lock_token", lock.getName());
         return redisson.getScript(LongCodec.INSTANCE).<Long>evalAsync(lock.getName(), RScript.Mode.READ_WRITE, ISSUE_TOKEN,
-                RScript.ReturnType.LONG, List.<Object>of(lock.getName(), counter), clientId + ":" + owner,
+                RScript.ReturnType.LONG, List.<Object>of(lock.getName(), counter), ownerField,
                 FENCING_COUNTER_TTL.toMillis()).toCompletableFuture();
     }
 
@@ -216,6 +241,7 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         private final RedissonLockProvider provider;
         private final RLock lock;
         private final long owner;
+        private final String ownerField;
         private final long leaseMillis;
         final LeaseMonitor monitor;
         private final AtomicBoolean lostReported = new AtomicBoolean();
@@ -225,10 +251,12 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         volatile long confirmedAt;
         volatile boolean checking;
 
-        RedissonLockHandle(RedissonLockProvider provider, RLock lock, long owner, long leaseMillis, LeaseMonitor monitor) {
+        RedissonLockHandle(RedissonLockProvider provider, RLock lock, long owner, String ownerField, long leaseMillis,
+                LeaseMonitor monitor) {
             this.provider = provider;
             this.lock = lock;
             this.owner = owner;
+            this.ownerField = ownerField;
             this.leaseMillis = leaseMillis;
             this.monitor = monitor;
         }
@@ -247,7 +275,7 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         }
 
         CompletableFuture<Long> issueToken() {
-            return provider.issueToken(lock, owner).thenApply(token -> {
+            return provider.issueToken(lock, ownerField).thenApply(token -> {
                 if (token >= 0) {
                     fencingToken = token;
                 }

@@ -2,6 +2,8 @@ package io.github.distlock.spi;
 
 import java.util.concurrent.CompletableFuture;
 
+import io.github.distlock.LockType;
+
 /**
  * A lock backend. {@link io.github.distlock.LockTemplate} asks it for one lock per acquisition; the Redisson provider
  * is the default, and another backend plugs in by declaring a bean of this type.
@@ -25,4 +27,13 @@ public interface LockProvider {
      * must release whatever handle the future still completes with.
      */
     CompletableFuture<LockHandle> acquire(LockRequest request);
+
+    /**
+     * Whether this backend can take locks of {@code type}, fenced or not. Asked at startup for every annotated method
+     * (an unsupported combination fails the startup, naming the method) and by the template for every call. The
+     * default: {@link LockType#REENTRANT}, unfenced.
+     */
+    default boolean supports(LockType type, boolean fenced) {
+        return type == LockType.REENTRANT && !fenced;
+    }
 }

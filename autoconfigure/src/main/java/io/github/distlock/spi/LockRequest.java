@@ -2,6 +2,8 @@ package io.github.distlock.spi;
 
 import java.util.Objects;
 
+import io.github.distlock.LockType;
+
 /**
  * One acquisition asked of a {@link LockProvider}.
  *
@@ -9,9 +11,10 @@ import java.util.Objects;
  * @param waitNanos how long to wait: {@code 0} tries once
  * @param leaseNanos a fixed lease, at least one millisecond; {@code 0} renews the lock while the holder lives
  * @param fenced whether the handle must carry a fencing token
- * @param owner who holds the lock once acquired; unique per acquisition
+ * @param type the kind of lock; one the provider {@linkplain LockProvider#supports supports}
+ * @param owner who holds the lock once acquired; unique per call
  */
-public record LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockOwner owner) {
+public record LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockType type, LockOwner owner) {
 
     /** Smallest fixed lease a backend is asked for: Redis and most stores count leases in whole milliseconds. */
     public static final long MIN_LEASE_NANOS = 1_000_000;
@@ -20,12 +23,18 @@ public record LockRequest(String key, long waitNanos, long leaseNanos, boolean f
     public LockRequest {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(owner, "owner");
+        Objects.requireNonNull(type, "type");
         if (waitNanos < 0) {
             throw new IllegalArgumentException("waitNanos must not be negative, was " + waitNanos);
         }
         if (leaseNanos != 0 && leaseNanos < MIN_LEASE_NANOS) {
             throw new IllegalArgumentException("leaseNanos must be 0 (watchdog) or at least 1 ms, was " + leaseNanos);
         }
+    }
+
+    /** A {@link LockType#REENTRANT} lock. */
+    public LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockOwner owner) {
+        this(key, waitNanos, leaseNanos, fenced, LockType.REENTRANT, owner);
     }
 
     /** Whether the lock is renewed while held instead of expiring after a fixed lease. */

@@ -28,7 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * A {@code @Transactional} method under a lock: each call reads the last ticket number, inserts the next one and
  * commits. With the lock outside the transaction (the default order), every caller that gets the lock sees the previous
  * caller's committed row, so tickets are 1..N without a gap or duplicate. The control puts the transaction outside the
- * lock (it commits after the release), and the same workload then hands out duplicates.
+ * lock (it commits after the release) and switches off the transaction-bound release, and the same workload then
+ * hands out duplicates; with the transaction-bound release on (the default), that ordering is safe too.
  */
 class TransactionOrderingTest {
 
@@ -79,9 +80,35 @@ class TransactionOrderingTest {
         }
     }
 
+    /**
+     * The advisor ordered inside the transaction: the lock is taken while the transaction is active, so its release
+     * waits for the commit (distlock.release-after-transaction, on by default) and the next holder sees the row.
+     */
     @Nested
     @SpringBootTest(classes = {LockTestApplication.class, TicketConfig.class, TransactionOutside.class},
-            properties = "spring.datasource.url=jdbc:h2:mem:tickets-control;DB_CLOSE_DELAY=-1")
+            properties = "spring.datasource.url=jdbc:h2:mem:tickets-bound;DB_CLOSE_DELAY=-1")
+    class TransactionOutsideLockReleasedAfterCompletion extends RedisIntegrationTest {
+
+        @Autowired
+        TicketService tickets;
+
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void theReleaseWaitsForTheCommitSoEachCallerSeesThePreviousRow() throws Exception {
+            List<Integer> numbers = issueTickets(tickets, jdbc);
+
+            assertThat(numbers).hasSize(THREADS * CALLS_PER_THREAD).doesNotHaveDuplicates();
+            assertThat(redisCommands.keys("lock:*")).as("every lock released after its transaction").isEmpty();
+        }
+    }
+
+    /** The same ordering with the transaction-bound release switched off: the stale read it prevents. */
+    @Nested
+    @SpringBootTest(classes = {LockTestApplication.class, TicketConfig.class, TransactionOutside.class},
+            properties = {"spring.datasource.url=jdbc:h2:mem:tickets-control;DB_CLOSE_DELAY=-1",
+                    "distlock.release-after-transaction=false"})
     class ControlTransactionOutsideLock extends RedisIntegrationTest {
 
         @Autowired

@@ -1,0 +1,123 @@
+package io.github.distlock.aop;
+
+import java.util.Collection;
+
+import io.github.distlock.HeldLock;
+import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockTemplate;
+import org.aopalliance.intercept.MethodInvocation;
+import org.springframework.util.ClassUtils;
+
+/**
+ * {@code Mono} and {@code Flux} methods: the lock is taken on subscription without blocking, the method runs once it
+ * is held (so nothing it does eagerly runs unlocked), and the lock is released when the publisher completes, fails or
+ * is cancelled. Reactor is optional: this class touches its types only through {@link Reactor}, loaded when present.
+ */
+final class ReactiveLocking {
+
+    private static final boolean REACTOR_PRESENT = ClassUtils.isPresent("reactor.core.publisher.Mono",
+            ReactiveLocking.class.getClassLoader());
+
+    private ReactiveLocking() {
+    }
+
+    static boolean isMono(Class<?> type) {
+        return REACTOR_PRESENT && Reactor.isMono(type);
+    }
+
+    static boolean isFlux(Class<?> type) {
+        return REACTOR_PRESENT && Reactor.isFlux(type);
+    }
+
+    /** Another Reactive Streams publisher, whose operators distlock does not know. */
+    static boolean isOtherPublisher(Class<?> type) {
+        return ClassUtils.isPresent("org.reactivestreams.Publisher", ReactiveLocking.class.getClassLoader())
+                && Streams.isPublisher(type);
+    }
+
+    static Object empty(LockOperation.Shape shape) {
+        return Reactor.empty(shape);
+    }
+
+    static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template, MethodInvocation invocation) {
+        return Reactor.lock(operation, keys, template, invocation);
+    }
+
+    /** Names only the Reactive Streams interface, which may be present without Reactor. */
+    private static final class Streams {
+
+        static boolean isPublisher(Class<?> type) {
+            return org.reactivestreams.Publisher.class.isAssignableFrom(type);
+        }
+    }
+
+    /** Everything that names a Reactor type. */
+    private static final class Reactor {
+
+        static boolean isMono(Class<?> type) {
+            return type == reactor.core.publisher.Mono.class;
+        }
+
+        static boolean isFlux(Class<?> type) {
+            return type == reactor.core.publisher.Flux.class;
+        }
+
+        static Object empty(LockOperation.Shape shape) {
+            return (shape == LockOperation.Shape.MONO) ? reactor.core.publisher.Mono.empty()
+                    : reactor.core.publisher.Flux.empty();
+        }
+
+        static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template,
+                MethodInvocation invocation) {
+            // cancelling the subscription cancels the acquisition, which gives back whatever it still takes
+            reactor.core.publisher.Mono<HeldLock> acquire = reactor.core.publisher.Mono
+                    .fromFuture(() -> template.acquireAsync(keys, operation.options()), false)
+                    .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
+            reactor.core.publisher.Flux<Object> locked = reactor.core.publisher.Flux.usingWhen(acquire,
+                    held -> reactor.core.publisher.Flux.from(proceed(invocation)),
+                    held -> release(held),
+                    (held, failure) -> release(held),
+                    held -> release(held));
+            locked = locked.onErrorResume(NotAcquired.class, notAcquired -> {
+                if (!operation.handlesNotAcquired()) {
+                    return reactor.core.publisher.Flux.error(notAcquired.getCause());
+                }
+                try {
+                    Object fallback = operation.notAcquired(invocation.getThis(), invocation.getArguments(),
+                            (LockAcquisitionException) notAcquired.getCause());
+                    return (fallback != null) ? reactor.core.publisher.Flux.from(
+                            (org.reactivestreams.Publisher<?>) fallback) : reactor.core.publisher.Flux.empty();
+                }
+                catch (Throwable ex) {
+                    return reactor.core.publisher.Flux.error(ex);
+                }
+            });
+            return (operation.shape() == LockOperation.Shape.MONO) ? locked.next() : locked;
+        }
+
+        @SuppressWarnings("unchecked")
+        private static org.reactivestreams.Publisher<Object> proceed(MethodInvocation invocation) {
+            try {
+                Object publisher = invocation.proceed();
+                return (publisher != null) ? (org.reactivestreams.Publisher<Object>) publisher
+                        : reactor.core.publisher.Mono.empty();
+            }
+            catch (Throwable ex) {
+                return reactor.core.publisher.Mono.error(ex);
+            }
+        }
+
+        private static reactor.core.publisher.Mono<Void> release(HeldLock held) {
+            return reactor.core.publisher.Mono.fromFuture(held::releaseAsync, true);
+        }
+    }
+
+    /** Marks a failure of the acquisition itself, so that one raised by the method's own publisher is never mistaken for it. */
+    private static final class NotAcquired extends RuntimeException {
+
+        NotAcquired(LockAcquisitionException cause) {
+            super(cause.getMessage(), cause, false, false);
+        }
+    }
+
+}
