@@ -1,0 +1,119 @@
+package io.github.distlock.topology;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.github.distlock.LockOptions;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.redisson.RedissonLockProvider;
+import org.springframework.context.ApplicationContext;
+
+/**
+ * Two applications (two Spring contexts, two Redisson clients) hammer the same keys from {@value #THREADS} threads
+ * each. Every body reads a per-key counter that nothing synchronizes, asks the master serving the key who holds the lock
+ * (a round trip: a real window for a second body to slip in), and writes the counter back plus one. With mutual
+ * exclusion no update is lost and no two bodies of a key overlap; without it both happen, which
+ * {@link Result#overlaps()} and {@link Result#lostUpdates()} count.
+ */
+final class Exclusion {
+
+    static final int THREADS = 8;
+
+    private final RedisView view;
+    private final List<String> keys;
+    private final int callsPerThread;
+
+    /** Plain ints, deliberately: a lost update is the symptom of two holders. */
+    private final int[] counters;
+    private final AtomicInteger[] inside;
+    private final AtomicLong overlaps = new AtomicLong();
+    private final AtomicLong bodies = new AtomicLong();
+    private final AtomicLong notOwner = new AtomicLong();
+    private final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
+
+    Exclusion(RedisView view, List<String> keys, int callsPerThread) {
+        this.view = view;
+        this.keys = keys;
+        this.callsPerThread = callsPerThread;
+        this.counters = new int[keys.size()];
+        this.inside = new AtomicInteger[keys.size()];
+        for (int i = 0; i < keys.size(); i++) {
+            inside[i] = new AtomicInteger();
+        }
+    }
+
+    /**
+     * @param bodies bodies run
+     * @param counted sum of the counters the bodies incremented
+     * @param lostUpdates {@code bodies - counted}
+     * @param overlaps times a body found another body of its key running (in either application)
+     * @param notOwner bodies that found their key's lock, in Redis, not held by their own application's client
+     * @param millis how long the run took
+     */
+    record Result(long bodies, long counted, long lostUpdates, long overlaps, long notOwner, List<Throwable> failures,
+            long millis) {
+    }
+
+    /** Runs {@value #THREADS} threads per application, each making {@code callsPerThread} calls on random keys. */
+    Result run(ApplicationContext first, ApplicationContext second) throws InterruptedException {
+        long start = System.nanoTime();
+        List<Thread> threads = new ArrayList<>();
+        for (ApplicationContext app : List.of(first, second)) {
+            LockTemplate locks = app.getBean(LockTemplate.class);
+            String clientId = app.getBean(RedissonLockProvider.class).getRedisson().getId();
+            for (int t = 0; t < THREADS; t++) {
+                Thread thread = new Thread(() -> calls(locks, clientId), "exclusion-" + clientId.substring(0, 4) + "-" + t);
+                thread.start();
+                threads.add(thread);
+            }
+        }
+        for (Thread thread : threads) {
+            thread.join(120_000);
+        }
+        long counted = 0;
+        synchronized (counters) {
+            for (int counter : counters) {
+                counted += counter;
+            }
+        }
+        return new Result(bodies.get(), counted, bodies.get() - counted, overlaps.get(), notOwner.get(),
+                List.copyOf(failures), (System.nanoTime() - start) / 1_000_000);
+    }
+
+    private void calls(LockTemplate locks, String clientId) {
+        for (int call = 0; call < callsPerThread; call++) {
+            int k = ThreadLocalRandom.current().nextInt(keys.size());
+            try {
+                locks.run(keys.get(k), LockOptions.waitFor(Duration.ofSeconds(10)), () -> body(locks, clientId, k));
+            }
+            catch (Throwable ex) {
+                failures.add(ex);
+            }
+        }
+    }
+
+    private void body(LockTemplate locks, String clientId, int k) {
+        if (inside[k].incrementAndGet() != 1) {
+            overlaps.incrementAndGet();
+        }
+        try {
+            bodies.incrementAndGet();
+            int before = counters[k];
+            Map<String, String> holders = view.hash(locks.fullKey(keys.get(k)));
+            if (holders.size() != 1 || !holders.keySet().iterator().next().startsWith(clientId + ":")) {
+                notOwner.incrementAndGet();
+            }
+            counters[k] = before + 1;
+        }
+        finally {
+            inside[k].decrementAndGet();
+        }
+    }
+}
