@@ -8,6 +8,7 @@ import java.util.Queue;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -190,6 +191,77 @@ class ClusterLockingTest {
         assertThat(view.get(Keys.fencingCounter("lock:tenant:{7}:order"))).isNotNull();
     }
 
+    @Test
+    void multiKeyLocksSpanningEveryMasterAreTakenWholeOrNotAtAll() throws Throwable {
+        // one key per master, sorted as the template takes them: the last one is taken last
+        List<String> keys = keysOnEveryMaster("multi:", 1).stream().sorted().toList();
+        Queue<String> wrong = new ConcurrentLinkedQueue<>();
+        Apps.cluster(redis.cluster(), WATCHDOG).run(first -> Apps.cluster(redis.cluster(), WATCHDOG).run(second -> {
+            LockTemplate locks = first.getBean(LockTemplate.class);
+            LockTemplate other = second.getBean(LockTemplate.class);
+            String clientId = first.getBean(RedissonLockProvider.class).getRedisson().getId();
+
+            // whole: each key locked on the master of its slot, each with its own token, counted on that master
+            List<Integer> nodes = new ArrayList<>();
+            List<String> reversed = new ArrayList<>(keys);
+            java.util.Collections.reverse(reversed);
+            locks.execute(reversed, new LockOptions(Duration.ZERO, LockOptions.WATCHDOG, true), () -> {
+                for (String key : keys) {
+                    String fullKey = locks.fullKey(key);
+                    int node = view.masterPortFor(fullKey);
+                    nodes.add(node);
+                    List<?> fields = (List<?>) view.callOn(node, "HGETALL", fullKey);
+                    long token = LockContext.fencingToken(fullKey).orElse(-1);
+                    Object counter = view.callOn(node, "GET", Keys.fencingCounter(fullKey));
+                    if (fields.size() != 2 || !fields.get(0).toString().startsWith(clientId + ":")
+                            || !Long.toString(token).equals(counter)) {
+                        wrong.add(fullKey + " on " + node + ": " + fields + ", token " + token + ", counter " + counter);
+                    }
+                }
+                return null;
+            });
+            assertThat(wrong).isEmpty();
+            assertThat(nodes).doesNotHaveDuplicates().hasSize(3);
+
+            // or not at all: another application holds the key taken last; the keys taken before it are given back
+            CountDownLatch held = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = new Thread(() -> other.run(keys.get(2), () -> {
+                held.countDown();
+                Latches.await(release);
+            }), "multi-holder");
+            holder.start();
+            Latches.await(held);
+            AtomicInteger ran = new AtomicInteger();
+            try {
+                assertThat(locks.tryExecute(keys, LockOptions.waitFor(Duration.ZERO), ran::incrementAndGet).acquired())
+                        .isFalse();
+            }
+            finally {
+                release.countDown();
+                holder.join(30_000);
+            }
+            assertThat(ran).hasValue(0);
+            assertThat(keys.subList(0, 2)).allSatisfy(key -> assertThat(view.hash(locks.fullKey(key))).isEmpty());
+        }));
+    }
+
+    @Test
+    void multiKeyAndSingleKeyCallsOfTwoApplicationsAcrossMastersExcludeEachOtherWithoutDeadlock() throws Throwable {
+        List<String> keys = keysOnEveryMaster("multi-exclusive:", 4);
+        Apps.cluster(redis.cluster(), WATCHDOG).run(first -> Apps.cluster(redis.cluster(), WATCHDOG).run(second -> {
+            Exclusion.Result result = new Exclusion(view, keys, 40, 3).run(first, second);
+            System.out.printf("MEASURED cluster multi-key exclusion: 2 applications x %d threads, 1-3 of %d keys "
+                    + "over 3 masters per call, in random order: %s%n", Exclusion.THREADS, keys.size(), result);
+
+            assertThat(result.failures()).isEmpty();
+            assertThat(result.bodies()).isGreaterThanOrEqualTo(2L * Exclusion.THREADS * 40);
+            assertThat(result.overlaps()).isZero();
+            assertThat(result.lostUpdates()).isZero();
+            assertThat(result.notOwner()).isZero();
+        }));
+    }
+
     /**
      * A key that contains a {@code {} but no non-empty hash tag ({@code {}}, an unclosed {@code {}, {@code }{}) hashes
      * as a whole, but Redisson names the lock's companions (the unlock channel and latch, the fencing counter) by
@@ -198,12 +270,14 @@ class ClusterLockingTest {
      * release fails, and the key stays locked by a finished call until its lease runs out; fenced, the token script
      * fails the same way. On a single server or Sentinel, all keys live on one node and nothing of this shows.
      *
-     * <p>Pins the behaviour distlock has today, reported for the library to guard against (reject such keys when the
-     * backend is a cluster, or wrap them in a hash tag): once it does, this test fails and is to be replaced by one of
-     * that behaviour.
+     * <p>Reported to the library, whose fix (refuse such keys before locking) was in progress when this was written.
+     * The test accepts exactly two behaviours, each checked in full: the fix (every call refused with an
+     * {@link IllegalArgumentException} in its causes, the method never run, nothing locked), or the defect as measured
+     * (method run, release refused with CROSSSLOT and reported, key locked for the rest of its lease, fenced calls
+     * refused). Anything else, such as a key left locked longer than its lease, fails it.
      */
     @Test
-    void keyWithABraceButNoHashTagIsLockedButCannotBeReleasedOnACluster() throws Throwable {
+    void keyWithABraceButNoHashTagIsRefusedOrLockedUntilItsLeaseEndsOnACluster() throws Throwable {
         RecordingListener events = new RecordingListener();
         Duration lease = Duration.ofSeconds(1);
         List<String> keys = List.of("order:{}:1", "json:{a", "x}{y");
@@ -217,9 +291,25 @@ class ClusterLockingTest {
             });
 
             AtomicInteger ran = new AtomicInteger();
+            List<Throwable> refused = new ArrayList<>();
             long start = System.nanoTime();
             for (String key : keys) {
-                locks.run(key, new LockOptions(Duration.ZERO, lease, false), ran::incrementAndGet);
+                try {
+                    locks.run(key, new LockOptions(Duration.ZERO, lease, false), ran::incrementAndGet);
+                }
+                catch (RuntimeException ex) {
+                    refused.add(ex);
+                }
+            }
+            if (!refused.isEmpty()) {
+                // the library refuses such keys: every call, before anything is locked or run
+                assertThat(refused).hasSize(keys.size()).allSatisfy(ex ->
+                        assertThat(FailoverScenario.causedBy(ex, IllegalArgumentException.class)).as(ex.toString()).isTrue());
+                assertThat(ran).hasValue(0);
+                assertThat(fullKeys).allSatisfy(fullKey -> assertThat(view.hash(fullKey)).isEmpty());
+                System.out.printf("MEASURED cluster: keys %s refused before locking: %s%n", fullKeys,
+                        refused.get(0));
+                return;
             }
             assertThat(ran).hasValue(keys.size());
             assertThat(fullKeys).allSatisfy(fullKey -> {

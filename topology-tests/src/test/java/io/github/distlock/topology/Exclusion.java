@@ -29,6 +29,8 @@ final class Exclusion {
     private final RedisView view;
     private final List<String> keys;
     private final int callsPerThread;
+    /** How many keys one call locks at most (1: single-key calls only). */
+    private final int maxKeysPerCall;
 
     /** Plain ints, deliberately: a lost update is the symptom of two holders. */
     private final int[] counters;
@@ -39,9 +41,19 @@ final class Exclusion {
     private final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
 
     Exclusion(RedisView view, List<String> keys, int callsPerThread) {
+        this(view, keys, callsPerThread, 1);
+    }
+
+    /**
+     * @param maxKeysPerCall each call locks between 1 and this many distinct keys, picked at random and passed in random
+     * order ({@link LockTemplate#execute(java.util.Collection, LockOptions, io.github.distlock.LockCallback)} for more
+     * than one): calls locking {A, B} and {B, A} must neither overlap nor deadlock
+     */
+    Exclusion(RedisView view, List<String> keys, int callsPerThread, int maxKeysPerCall) {
         this.view = view;
         this.keys = keys;
         this.callsPerThread = callsPerThread;
+        this.maxKeysPerCall = maxKeysPerCall;
         this.counters = new int[keys.size()];
         this.inside = new AtomicInteger[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
@@ -50,7 +62,7 @@ final class Exclusion {
     }
 
     /**
-     * @param bodies bodies run
+     * @param bodies bodies run, counted once per key they held
      * @param counted sum of the counters the bodies incremented
      * @param lostUpdates {@code bodies - counted}
      * @param overlaps times a body found another body of its key running (in either application)
@@ -88,10 +100,25 @@ final class Exclusion {
     }
 
     private void calls(LockTemplate locks, String clientId) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
         for (int call = 0; call < callsPerThread; call++) {
-            int k = ThreadLocalRandom.current().nextInt(keys.size());
+            List<Integer> picked = new ArrayList<>();
+            int count = 1 + random.nextInt(maxKeysPerCall);
+            while (picked.size() < count) {
+                int k = random.nextInt(keys.size());
+                if (!picked.contains(k)) {
+                    picked.add(k);
+                }
+            }
             try {
-                locks.run(keys.get(k), LockOptions.waitFor(Duration.ofSeconds(10)), () -> body(locks, clientId, k));
+                if (picked.size() == 1) {
+                    locks.run(keys.get(picked.get(0)), LockOptions.waitFor(Duration.ofSeconds(10)),
+                            () -> body(locks, clientId, picked));
+                }
+                else {
+                    locks.execute(picked.stream().map(keys::get).toList(), LockOptions.waitFor(Duration.ofSeconds(10)),
+                            () -> body(locks, clientId, picked));
+                }
             }
             catch (Throwable ex) {
                 failures.add(ex);
@@ -99,21 +126,33 @@ final class Exclusion {
         }
     }
 
-    private void body(LockTemplate locks, String clientId, int k) {
-        if (inside[k].incrementAndGet() != 1) {
-            overlaps.incrementAndGet();
+    private Object body(LockTemplate locks, String clientId, List<Integer> picked) {
+        for (int k : picked) {
+            if (inside[k].incrementAndGet() != 1) {
+                overlaps.incrementAndGet();
+            }
         }
         try {
-            bodies.incrementAndGet();
-            int before = counters[k];
-            Map<String, String> holders = view.hash(locks.fullKey(keys.get(k)));
-            if (holders.size() != 1 || !holders.keySet().iterator().next().startsWith(clientId + ":")) {
-                notOwner.incrementAndGet();
+            bodies.addAndGet(picked.size());
+            int[] before = new int[picked.size()];
+            for (int i = 0; i < picked.size(); i++) {
+                before[i] = counters[picked.get(i)];
             }
-            counters[k] = before + 1;
+            for (int k : picked) {
+                Map<String, String> holders = view.hash(locks.fullKey(keys.get(k)));
+                if (holders.size() != 1 || !holders.keySet().iterator().next().startsWith(clientId + ":")) {
+                    notOwner.incrementAndGet();
+                }
+            }
+            for (int i = 0; i < picked.size(); i++) {
+                counters[picked.get(i)] = before[i] + 1;
+            }
+            return null;
         }
         finally {
-            inside[k].decrementAndGet();
+            for (int k : picked) {
+                inside[k].decrementAndGet();
+            }
         }
     }
 }
