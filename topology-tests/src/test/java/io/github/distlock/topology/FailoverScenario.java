@@ -86,6 +86,12 @@ final class FailoverScenario {
     /** How long a waiter subscribed before the failover waits; far longer than the run needs. */
     static final Duration WAITER_WAIT = Duration.ofSeconds(60);
 
+    /*
+     * Epochs of the run, for deciding whether a body's check is conclusive. A call begun BEFORE may hold a lock on the
+     * master about to die; one begun AFTER (the master's process is gone) can only hold a lock on a live master; one
+     * begun while KILLING may be either. A check counts only if the epoch did not change during the call and is not
+     * KILLING: then the master the check asks is the one that granted the lock.
+     */
     private static final int BEFORE = 0;
     private static final int KILLING = 1;
     private static final int AFTER = 2;
