@@ -124,9 +124,12 @@ public class DefaultLockTemplate implements LockTemplate {
         LockContext.Frame[] reentered = new LockContext.Frame[keys.length];
         int missing = 0;
         for (int i = 0; i < keys.length; i++) {
-            reentered[i] = LockContext.reentry(keys[i], options.type());
+            reentered[i] = LockContext.reentry(provider, keys[i], options.type());
             if (reentered[i] == null) {
                 missing++;
+            }
+            else {
+                checkStillHeld(keys[i], reentered[i].handle());
             }
         }
         Taken taken = null;
@@ -148,7 +151,7 @@ public class DefaultLockTemplate implements LockTemplate {
             for (int i = 0; i < keys.length; i++) {
                 LockHandle handle = (reentered[i] != null) ? reentered[i].handle() : taken.handle(keys[i]);
                 LockType type = (reentered[i] != null) ? reentered[i].type() : options.type();
-                frames[i] = LockContext.enter(keys[i], handle, type);
+                frames[i] = LockContext.enter(provider, keys[i], handle, type);
             }
             if (taken != null) {
                 // inside the try: whatever happens from here on, the locks are released
@@ -157,14 +160,38 @@ public class DefaultLockTemplate implements LockTemplate {
             return LockResult.of(callback.doInLock());
         }
         finally {
-            for (int i = frames.length - 1; i >= 0; i--) {
-                if (frames[i] != null) {
-                    LockContext.exit(frames[i]);
+            try {
+                for (int i = frames.length - 1; i >= 0; i--) {
+                    if (frames[i] != null) {
+                        LockContext.exit(frames[i]);
+                    }
                 }
             }
-            if (taken != null) {
-                releaseAfterCall(taken, options);
+            finally {
+                if (taken != null) {
+                    releaseAfterCall(taken, options);
+                }
             }
+        }
+    }
+
+    /**
+     * A nested call re-enters only a lock its outer call still holds: one whose lease ran out or whose key was taken
+     * away behind its back belongs to nobody here, and another holder may be inside it right now. Costs one backend
+     * round trip per nested call, as re-entering in the backend itself would.
+     */
+    private static void checkStillHeld(String fullKey, LockHandle handle) {
+        boolean held;
+        try {
+            held = handle.stillHeld();
+        }
+        catch (RuntimeException ex) {
+            throw new LockBackendException(fullKey, ex);
+        }
+        if (!held) {
+            throw new LockAcquisitionException(fullKey, Duration.ZERO, new IllegalStateException("the lock held by the "
+                    + "outer call on this thread was lost (its lease ran out or its key was taken away), so the nested "
+                    + "call does not run"));
         }
     }
 
@@ -249,7 +276,7 @@ public class DefaultLockTemplate implements LockTemplate {
         try {
             // fencingToken() works in the action's synchronous part; nothing re-enters through these frames later
             for (int i = 0; i < fullKeys.length; i++) {
-                frames[i] = LockContext.enter(fullKeys[i], taken.handle(fullKeys[i]), options.type());
+                frames[i] = LockContext.enter(provider, fullKeys[i], taken.handle(fullKeys[i]), options.type());
             }
             stage = Objects.requireNonNull(action.get(), "the action returned no stage");
         }
@@ -386,6 +413,11 @@ public class DefaultLockTemplate implements LockTemplate {
             acquisition = provider.acquire(new LockRequest(key, waitNanos, leaseNanos, options.fenced(), options.type(),
                     owner));
         }
+        catch (IllegalArgumentException ex) {
+            // a key or an option the backend refuses: the caller's mistake, not an outage
+            releasePartial(taken, index).whenComplete((ignored, never) -> result.completeExceptionally(ex));
+            return;
+        }
         catch (RuntimeException ex) {
             failTaking(index, taken, key, ex, result);
             return;
@@ -397,8 +429,8 @@ public class DefaultLockTemplate implements LockTemplate {
             else if (handle == null) {
                 notifyWaited(LockListener::onNotAcquired, key, taken.start(), null);
                 Taken failed = taken.failedAt(key);
-                releasePartial(taken, index);
-                result.complete(failed);
+                // all or none: the caller hears "not acquired" once nothing of this call is held any more
+                releasePartial(taken, index).whenComplete((ignored, never) -> result.complete(failed));
             }
             else {
                 taken.handles()[index] = handle;
@@ -421,22 +453,35 @@ public class DefaultLockTemplate implements LockTemplate {
 
     private void failTaking(int index, Taken taken, String key, Throwable failure, CompletableFuture<Taken> result) {
         notifyWaited(LockListener::onNotAcquired, key, taken.start(), failure);
-        releasePartial(taken, index);
-        result.completeExceptionally(new LockBackendException(key, failure));
+        releasePartial(taken, index).whenComplete(
+                (ignored, never) -> result.completeExceptionally(new LockBackendException(key, failure)));
     }
 
-    /** Releases the first {@code count} handles of a call that could not take all its keys. */
-    private void releasePartial(Taken taken, int count) {
+    /**
+     * Releases the first {@code count} handles of a call that could not take all its keys (or was abandoned); the
+     * future completes, never exceptionally, when every release has answered.
+     */
+    private CompletableFuture<Void> releasePartial(Taken taken, int count) {
+        CompletableFuture<?>[] releases = new CompletableFuture<?>[count];
         for (int i = 0; i < count; i++) {
             LockHandle handle = taken.handles()[i];
             String key = taken.keys()[i];
-            handle.releaseAsync().whenComplete((released, failure) -> {
+            CompletableFuture<Boolean> release;
+            try {
+                release = handle.releaseAsync();
+            }
+            catch (RuntimeException ex) {
+                release = CompletableFuture.failedFuture(ex);
+            }
+            releases[i] = release.handle((released, failure) -> {
                 if (failure != null) {
                     logger.warn("Could not release lock '" + key + "' after another key of the same call could not be "
-                            + "taken; it expires by itself within its lease: " + failure);
+                            + "taken; the backend keeps trying, and it expires by itself within its lease: " + failure);
                 }
+                return null;
             });
         }
+        return CompletableFuture.allOf(releases);
     }
 
     // ---------------------------------------------------------------- release
@@ -463,7 +508,7 @@ public class DefaultLockTemplate implements LockTemplate {
                 return false;
             }
             for (int i = 0; i < taken.keys().length; i++) {
-                LockContext.defer(taken.keys()[i], taken.handles()[i], options.type());
+                LockContext.defer(template.provider, taken.keys()[i], taken.handles()[i], options.type());
             }
             TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
                 @Override

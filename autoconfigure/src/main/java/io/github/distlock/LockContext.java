@@ -14,8 +14,11 @@ import io.github.distlock.spi.LockHandle;
  */
 public final class LockContext {
 
-    /** A call running under the lock of {@code handle} for {@code key}, of {@code type}, nested in {@code outer}. */
-    record Frame(String key, LockHandle handle, LockType type, Frame outer) {
+    /**
+     * A call running under the lock of {@code handle} for {@code key}, of {@code type}, nested in {@code outer}, taken
+     * through the backend {@code scope}: two templates on two backends never re-enter each other's locks.
+     */
+    record Frame(Object scope, String key, LockHandle handle, LockType type, Frame outer) {
     }
 
     private static final ThreadLocal<Frame> FRAMES = new ThreadLocal<>();
@@ -58,7 +61,7 @@ public final class LockContext {
 
     /** The lock this thread holds for {@code fullKey}, or {@code null}. */
     static LockHandle held(String fullKey) {
-        Frame frame = find(fullKey);
+        Frame frame = find(null, fullKey);
         return (frame != null) ? frame.handle() : null;
     }
 
@@ -68,8 +71,8 @@ public final class LockContext {
      * @throws IllegalStateException when the key is held for reading and the call wants it exclusively: it would wait
      * for itself until its wait time ran out
      */
-    static Frame reentry(String fullKey, LockType type) {
-        Frame frame = find(fullKey);
+    static Frame reentry(Object scope, String fullKey, LockType type) {
+        Frame frame = find(scope, fullKey);
         if (frame != null && !frame.type().exclusive() && type.exclusive()) {
             throw new IllegalStateException("Lock '" + fullKey + "' is held for READ by an outer call on this thread; a "
                     + "nested " + type + " call on it would wait for itself. Take it as " + type + " in the outer call.");
@@ -77,29 +80,30 @@ public final class LockContext {
         return frame;
     }
 
-    private static Frame find(String fullKey) {
+    /** The frame of {@code fullKey} taken through {@code scope} (any scope when {@code null}). */
+    private static Frame find(Object scope, String fullKey) {
         for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
-            if (frame.key().equals(fullKey)) {
+            if (frame.key().equals(fullKey) && (scope == null || frame.scope() == scope)) {
                 return frame;
             }
         }
         for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
-            if (frame.key().equals(fullKey)) {
+            if (frame.key().equals(fullKey) && (scope == null || frame.scope() == scope)) {
                 return frame;
             }
         }
         return null;
     }
 
-    static Frame enter(String fullKey, LockHandle handle, LockType type) {
-        Frame frame = new Frame(fullKey, handle, type, FRAMES.get());
+    static Frame enter(Object scope, String fullKey, LockHandle handle, LockType type) {
+        Frame frame = new Frame(scope, fullKey, handle, type, FRAMES.get());
         FRAMES.set(frame);
         return frame;
     }
 
     /** Keeps {@code fullKey} re-enterable by this thread until {@link #clearDeferred()}: see {@link #DEFERRED}. */
-    static void defer(String fullKey, LockHandle handle, LockType type) {
-        DEFERRED.set(new Frame(fullKey, handle, type, DEFERRED.get()));
+    static void defer(Object scope, String fullKey, LockHandle handle, LockType type) {
+        DEFERRED.set(new Frame(scope, fullKey, handle, type, DEFERRED.get()));
     }
 
     /** Ends what {@link #defer} began for these handles (one transaction's; an outer one's stay). */
@@ -112,7 +116,7 @@ public final class LockContext {
         while (!frames.isEmpty()) {
             Frame frame = frames.pop();
             if (!java.util.Arrays.asList(handles).contains(frame.handle())) {
-                kept = new Frame(frame.key(), frame.handle(), frame.type(), kept);
+                kept = new Frame(frame.scope(), frame.key(), frame.handle(), frame.type(), kept);
             }
         }
         if (kept != null) {

@@ -72,12 +72,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
         if (result.acquired()) {
             return result.value();
         }
-        return notAcquired(operation, key, invocation);
+        return notAcquired(operation, key, template, invocation);
     }
 
-    private static Object notAcquired(LockOperation operation, Object key, MethodInvocation invocation) throws Throwable {
+    private static Object notAcquired(LockOperation operation, Object key, LockTemplate template,
+            MethodInvocation invocation) throws Throwable {
         LockAcquisitionException cause = new LockAcquisitionException(
-                LockOperation.keysText(key), (operation.options().waitTime() != null) ? operation.options().waitTime()
+                String.join(", ", keys(key).stream().map(template::fullKey).toList()), (operation.options().waitTime() != null) ? operation.options().waitTime()
                         : java.time.Duration.ZERO, null);
         if (logger.isDebugEnabled()) {
             logger.debug((operation.fallback() != null ? "Running fallback of " : "Skipped ")

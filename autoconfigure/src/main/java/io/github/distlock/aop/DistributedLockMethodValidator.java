@@ -3,12 +3,15 @@ package io.github.distlock.aop;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiPredicate;
 import java.util.function.BooleanSupplier;
 
 import io.github.distlock.LockType;
 
 import io.github.distlock.DistributedLock;
+import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanInitializationException;
 import org.springframework.beans.factory.ObjectProvider;
@@ -52,11 +55,25 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
         this.supported = supported;
     }
 
+    /** Classes already checked: prototypes and repeated factory products are scanned once. */
+    private final Set<Class<?>> checked = ConcurrentHashMap.newKeySet();
+
     @Override
     public Object postProcessBeforeInitialization(Object bean, String beanName) throws BeansException {
-        Class<?> userClass = ClassUtils.getUserClass(bean);
-        if (!AnnotationUtils.isCandidateClass(userClass, DistributedLock.class)) {
-            return bean;
+        check(ClassUtils.getUserClass(bean), beanName);
+        return bean;
+    }
+
+    /** Also here: objects made by a FactoryBean get only this callback, never the one before initialization. */
+    @Override
+    public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
+        check(AopUtils.getTargetClass(bean), beanName);
+        return bean;
+    }
+
+    private void check(Class<?> userClass, String beanName) {
+        if (checked.contains(userClass) || !AnnotationUtils.isCandidateClass(userClass, DistributedLock.class)) {
+            return;
         }
         Map<Method, DistributedLock> annotated = MethodIntrospector.selectMethods(userClass,
                 (MethodIntrospector.MetadataLookup<DistributedLock>) method ->
@@ -90,7 +107,7 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
                         ? " (READ locks take no fencing token: readers do not write)" : ""));
             }
         }
-        return bean;
+        checked.add(userClass);
     }
 
     private static String unproxyable(Method method) {

@@ -223,8 +223,20 @@ final class LockKeyExpression {
             throw new IllegalArgumentException(identityMessage(source, part.toStringAST(), value.getClass())
                     + " (this call: " + value + ")");
         }
-        return value.toString();
+        String text = value.toString();
+        // a toString() of its own can still print something inside it by identity: a record holding an array or an
+        // entity without toString(), an Optional or a Map of such values
+        if (text != null && IDENTITY_TEXT.matcher(text).find()) {
+            throw new IllegalArgumentException("key '" + source + "': part " + part.toStringAST() + " is a "
+                    + value.getClass().getName() + " whose text contains an object's identity (" + text + "), a new lock "
+                    + "on every call; use properties of it that are values");
+        }
+        return text;
     }
+
+    /** What Object.toString() writes: a class name (or an array's type code) and '@' and a hexadecimal hash. */
+    private static final java.util.regex.Pattern IDENTITY_TEXT = java.util.regex.Pattern.compile(
+            "(?:(?:[A-Za-z_$][\\w$]*\\.)+[A-Za-z_$][\\w$]*|\\[+(?:[ZBCSIJFD]|L[\\w$.]+;))@[0-9a-f]{1,8}\\b");
 
     private static String identityMessage(String source, String part, Class<?> type) {
         return "key '" + source + "': part " + part + " is a " + type.getName() + ", whose text is its identity, a new "
@@ -252,6 +264,11 @@ final class LockKeyExpression {
     private static void checkIdentityParts(SpelNode[] parts, String expression, Method method, Map<String, Integer> index,
             Class<?> targetClass) {
         for (SpelNode part : parts) {
+            if (part instanceof OpPlus && containsStringLiteral(part)) {
+                throw new IllegalArgumentException("key '" + expression + "': " + part.toStringAST() + " joins text inside "
+                        + "parentheses, where a null would be written as 'null' (one lock for every such call); write the "
+                        + "parts at the top level: 'a:' + #x + ':' + #y");
+            }
             String text = part.toStringAST();
             Class<?> type = null;
             if (part instanceof VariableReference && index.containsKey(text.substring(1))) {
@@ -267,6 +284,20 @@ final class LockKeyExpression {
                 throw new IllegalArgumentException(identityMessage(expression, text, type));
             }
         }
+    }
+
+    private static boolean containsStringLiteral(SpelNode node) {
+        if (node instanceof org.springframework.expression.spel.ast.StringLiteral) {
+            return true;
+        }
+        if (node instanceof OpPlus) {
+            for (int i = 0; i < node.getChildCount(); i++) {
+                if (containsStringLiteral(node.getChild(i))) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** The operands of a left-nested {@code a + b + c} chain, in order; the whole node otherwise. */

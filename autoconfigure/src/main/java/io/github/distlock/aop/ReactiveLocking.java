@@ -73,26 +73,40 @@ final class ReactiveLocking {
             reactor.core.publisher.Mono<HeldLock> acquire = reactor.core.publisher.Mono
                     .fromFuture(() -> template.acquireAsync(keys, operation.options()), false)
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
-            reactor.core.publisher.Flux<Object> locked = reactor.core.publisher.Flux.usingWhen(acquire,
-                    held -> reactor.core.publisher.Flux.from(proceed(invocation)),
+            if (operation.shape() == LockOperation.Shape.MONO) {
+                // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
+                return reactor.core.publisher.Mono.usingWhen(acquire,
+                        held -> reactor.core.publisher.Mono.from(proceed(invocation)),
+                        held -> release(held),
+                        (held, failure) -> release(held),
+                        held -> release(held))
+                        .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Mono.from(
+                                notAcquired(operation, invocation, notAcquired)));
+            }
+            return reactor.core.publisher.Flux.usingWhen(acquire,
+                    held -> proceed(invocation),
                     held -> release(held),
                     (held, failure) -> release(held),
-                    held -> release(held));
-            locked = locked.onErrorResume(NotAcquired.class, notAcquired -> {
-                if (!operation.handlesNotAcquired()) {
-                    return reactor.core.publisher.Flux.error(notAcquired.getCause());
-                }
-                try {
-                    Object fallback = operation.notAcquired(invocation.getThis(), invocation.getArguments(),
-                            (LockAcquisitionException) notAcquired.getCause());
-                    return (fallback != null) ? reactor.core.publisher.Flux.from(
-                            (org.reactivestreams.Publisher<?>) fallback) : reactor.core.publisher.Flux.empty();
-                }
-                catch (Throwable ex) {
-                    return reactor.core.publisher.Flux.error(ex);
-                }
-            });
-            return (operation.shape() == LockOperation.Shape.MONO) ? locked.next() : locked;
+                    held -> release(held))
+                    .onErrorResume(NotAcquired.class, notAcquired -> notAcquired(operation, invocation, notAcquired));
+        }
+
+        /** The error, or the skip or fallback publisher when the method asks for one. */
+        @SuppressWarnings("unchecked")
+        private static org.reactivestreams.Publisher<Object> notAcquired(LockOperation operation,
+                MethodInvocation invocation, NotAcquired notAcquired) {
+            if (!operation.handlesNotAcquired()) {
+                return reactor.core.publisher.Mono.error(notAcquired.getCause());
+            }
+            try {
+                Object fallback = operation.notAcquired(invocation.getThis(), invocation.getArguments(),
+                        (LockAcquisitionException) notAcquired.getCause());
+                return (fallback != null) ? (org.reactivestreams.Publisher<Object>) fallback
+                        : reactor.core.publisher.Mono.empty();
+            }
+            catch (Throwable ex) {
+                return reactor.core.publisher.Mono.error(ex);
+            }
         }
 
         @SuppressWarnings("unchecked")

@@ -50,7 +50,8 @@ final class LeaseMonitor implements AutoCloseable {
 
     private synchronized void start() {
         if (timer == null) {
-            reporter = Executors.newSingleThreadExecutor(task -> daemon(task, "distlock-lease-lost"));
+            // a thread per report (losses are rare): a listener that blocks holds up no other lock's report
+            reporter = Executors.newCachedThreadPool(task -> daemon(task, "distlock-lease-lost"));
             ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
                     task -> daemon(task, "distlock-lease-monitor"));
             // published before the first check runs, which hands its answers to this executor

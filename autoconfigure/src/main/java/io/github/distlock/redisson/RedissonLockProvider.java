@@ -7,7 +7,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 import io.github.distlock.LockType;
@@ -20,6 +19,7 @@ import org.redisson.RedissonObject;
 import org.redisson.api.RLock;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.RedisConnectionException;
 import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.LongCodec;
 
@@ -58,13 +58,14 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
               return -1
             end
+            redis.replicate_commands()
             local now = redis.call('time')
             local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
             local current = tonumber(redis.call('get', KEYS[2]) or '0')
             if current ~= nil and current >= token then
               token = current + 1
             end
-            redis.call('set', KEYS[2], string.format('%d', token), 'px', ARGV[2])
+            redis.call('set', KEYS[2], string.format('%.0f', token), 'px', ARGV[2])
             return token
             """;
 
@@ -115,17 +116,35 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("Redisson locks of type READ cannot be fenced: readers take no token");
         }
+        checkHashTag(request.key());
         RLock lock = lock(request.type(), request.key());
         long owner = request.owner().id();
         long lease = request.watchdog() ? WATCHDOG : request.leaseNanos();
         long leaseMillis = request.watchdog() ? watchdogMillis : TimeUnit.NANOSECONDS.toMillis(request.leaseNanos());
         CompletableFuture<LockHandle> result = new CompletableFuture<>();
         lock.tryLockAsync(request.waitNanos(), lease, TimeUnit.NANOSECONDS, owner).whenComplete((acquired, failure) -> {
-            if (failure != null) {
-                // The script may still run after the client gave up on its reply (a stalled server, a lost packet): a
-                // lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
+            try {
+                completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
+            }
+            catch (Throwable unexpected) {
+                // never leave the caller waiting forever with a lock it can't know it holds
                 giveBack(lock, owner, leaseMillis);
+                result.completeExceptionally(unexpected);
+            }
+        });
+        return result;
+    }
+
+    private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,
+            Throwable failure, CompletableFuture<LockHandle> result) {
+            if (failure != null) {
                 Throwable cause = unwrap(failure);
+                if (!(cause instanceof RedisConnectionException)) {
+                    // The script may still run after the client gave up on its reply (a stalled server, a lost
+                    // packet): a lock nobody would release. Only this owner can hold it, so giving it back can free
+                    // nothing else. A connection that could not be made sent nothing: nothing to give back.
+                    giveBack(lock, owner, leaseMillis);
+                }
                 if (isSubscriptionTimeout(cause)) {
                     // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
                     // this is contention, not a backend failure
@@ -159,8 +178,24 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
                     complete(result, handle);
                 }
             });
-        });
-        return result;
+    }
+
+    /**
+     * Redisson derives companion keys (unlock latch, fencing counter) from the lock's name: with a '{' that opens no
+     * non-empty hash tag, they land in other Redis Cluster slots than the lock, and every release fails (CROSSSLOT).
+     * Refused on every topology, so that a key that works on one server does not break on a cluster.
+     */
+    static void checkHashTag(String key) {
+        int open = key.indexOf('{');
+        if (open < 0) {
+            return;
+        }
+        int close = key.indexOf('}', open + 1);
+        if (close < 0 || close == open + 1) {
+            throw new IllegalArgumentException("Lock key '" + key + "' has a '{' that opens no hash tag (a non-empty "
+                    + "{...}): on Redis Cluster its companion keys would land in other slots and it could never be "
+                    + "released. Use a complete hash tag such as {tenant-7}, or no braces");
+        }
     }
 
     private void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
@@ -244,7 +279,15 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         private final String ownerField;
         private final long leaseMillis;
         final LeaseMonitor monitor;
-        private final AtomicBoolean lostReported = new AtomicBoolean();
+        private static final int HELD = 0;
+        private static final int RELEASING = 1;
+        private static final int LOSS_REPORTED = 2;
+
+        /**
+         * Whoever moves the handle out of HELD first speaks: the loss report (LOSS_REPORTED) or the release (RELEASING),
+         * so a loss found by the monitor and a release that finds the key gone never both report it.
+         */
+        private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
         private volatile long fencingToken = -1;
         private volatile Consumer<String> lostCallback;
         private volatile String lostReason;
@@ -294,10 +337,24 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         }
 
         @Override
+        public boolean stillHeld() {
+            if (lostWhileHeld()) {
+                return false;
+            }
+            try {
+                return lock.isHeldByThreadAsync(owner).toCompletableFuture().join();
+            }
+            catch (CompletionException ex) {
+                throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+            }
+        }
+
+        @Override
         public CompletableFuture<Boolean> releaseAsync() {
             if (monitor != null) {
                 monitor.unwatch(this);
             }
+            state.compareAndSet(HELD, RELEASING);
             // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
             // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
             // code left the thread interrupted.
@@ -326,7 +383,7 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
 
         @Override
         public boolean lostWhileHeld() {
-            return lostReported.get();
+            return state.get() == LOSS_REPORTED;
         }
 
         void lost(String reason) {
@@ -336,9 +393,12 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             }
         }
 
-        /** Either side may come second (loss found, callback registered): whichever does fires, once. */
+        /**
+         * Either side may come second (loss found, callback registered): whichever does fires, once, and only while the
+         * lock has not begun its release (which then reports a lost lock itself).
+         */
         private void fireLost() {
-            if (lostReported.compareAndSet(false, true)) {
+            if (state.compareAndSet(HELD, LOSS_REPORTED)) {
                 lostCallback.accept(lostReason);
             }
         }

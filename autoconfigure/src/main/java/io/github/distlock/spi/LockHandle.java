@@ -57,6 +57,16 @@ public interface LockHandle {
     default void whenLost(Consumer<String> callback) {
     }
 
+    /**
+     * Whether this owner still holds the lock, asked when a nested call is about to re-enter it. The default trusts
+     * what {@link #whenLost} has reported; a backend that can ask cheaply should ask.
+     *
+     * @throws RuntimeException when the backend fails
+     */
+    default boolean stillHeld() {
+        return !lostWhileHeld();
+    }
+
     /** Whether {@link #whenLost} has already reported this lock lost. */
     default boolean lostWhileHeld() {
         return false;

@@ -1,0 +1,169 @@
+package io.github.distlock.defects;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+import io.github.distlock.DistributedLock;
+import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockOptions;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.it.LockTestApplication;
+import io.github.distlock.it.RecordingLockListener;
+import io.github.distlock.it.RedisIntegrationTest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * What the adversarial review of the fixes found (numbered as in its report), each against a real redis-server.
+ */
+@SpringBootTest(classes = {LockTestApplication.class, ReviewFindingsTest.Config.class},
+        properties = "distlock.watchdog-timeout=1s")
+class ReviewFindingsTest extends RedisIntegrationTest {
+
+    @Autowired
+    LockTemplate locks;
+
+    @Autowired
+    Nested nested;
+
+    @Autowired
+    RecordingLockListener recorder;
+
+    private final CountDownLatch releaseOther = new CountDownLatch(1);
+
+    @AfterEach
+    void cleanUp() {
+        releaseOther.countDown();
+        await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("lock:*").isEmpty());
+        recorder.events.clear();
+    }
+
+    /** 1: a nested call must not re-enter a lock whose fixed lease ran out and that another caller now holds. */
+    @Test
+    void nestedCallDoesNotReenterALockTheOuterCallLost() {
+        AtomicInteger nestedRuns = new AtomicInteger();
+        assertThatThrownBy(() -> locks.execute("lost", LockOptions.DEFAULTS.withLeaseTime(Duration.ofMillis(200)), () -> {
+            await().atMost(Duration.ofSeconds(3)).until(() -> redisCommands.exists("lock:lost") == 0);
+            holdElsewhere("lost");
+            return locks.execute("lost", () -> nestedRuns.incrementAndGet());
+        })).isInstanceOf(LockAcquisitionException.class)
+                .hasMessageContaining("'lock:lost'")
+                .hasRootCauseMessage("the lock held by the outer call on this thread was lost (its lease ran out or its "
+                        + "key was taken away), so the nested call does not run");
+        assertThat(nestedRuns).hasValue(0);
+    }
+
+    /** 1, watchdog variant: the key taken away behind the outer call's back. */
+    @Test
+    void nestedCallDoesNotReenterAWatchdogLockTakenAway() {
+        AtomicInteger nestedRuns = new AtomicInteger();
+        assertThatThrownBy(() -> locks.execute("gone", () -> {
+            redisCommands.del("lock:gone");
+            holdElsewhere("gone");
+            return locks.execute("gone", () -> nestedRuns.incrementAndGet());
+        })).isInstanceOf(LockAcquisitionException.class);
+        assertThat(nestedRuns).hasValue(0);
+    }
+
+    /** 4: a '{' that opens no hash tag would make every release fail on a cluster: refused everywhere, before locking. */
+    @Test
+    void keysWithABraceThatOpensNoHashTagAreRefused() {
+        for (String key : List.of("{}", "json{abc", "[{}]")) {
+            assertThatThrownBy(() -> locks.execute(key, () -> "never")).as(key)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("opens no hash tag");
+        }
+        assertThat(locks.execute("tenant:{7}:order", () -> "tagged keys work")).isEqualTo("tagged keys work");
+        assertThat(redisCommands.keys("lock:*")).isEmpty();
+    }
+
+    /** 5: values with a toString() of their own that still print an identity inside. */
+    @Test
+    void identityTextInsideAValueIsRefused() {
+        Object entity = new Object();
+        for (Object value : List.of(Map.of("cart", entity), Optional.of(entity), new Holder(new long[] {1, 2}))) {
+            assertThatThrownBy(() -> nested.keyed(value)).as(value.getClass().getSimpleName())
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("whose text contains an object's identity");
+        }
+        assertThat(nested.keyed(Map.of("a", 1))).as("values that print as values still work").isEqualTo("{a=1}");
+        assertThat(redisCommands.keys("lock:*")).isEmpty();
+    }
+
+    /** 6: a loss found by the monitor and seen again by the release is reported once. */
+    @Test
+    void aLossIsReportedOnce() {
+        locks.run("once", () -> {
+            redisCommands.del("lock:once");
+            await().atMost(Duration.ofSeconds(3)).until(() -> recorder.events.contains("leaseLost:lock:once"));
+        });
+        locks.run("twice", () -> redisCommands.del("lock:twice"));
+        await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3)).until(() ->
+                recorder.events.stream().filter(e -> e.equals("leaseLost:lock:once")).count() == 1
+                        && recorder.events.stream().filter(e -> e.equals("leaseLost:lock:twice")).count() == 1);
+    }
+
+    private void holdElsewhere(String key) {
+        CountDownLatch held = new CountDownLatch(1);
+        CompletableFuture.runAsync(() -> locks.run(key, () -> {
+            held.countDown();
+            try {
+                releaseOther.await(30, TimeUnit.SECONDS);
+            }
+            catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        try {
+            assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
+        }
+        catch (InterruptedException ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /** A record whose own toString() prints its array component by identity. */
+    record Holder(long[] ids) {
+    }
+
+    public static class Nested {
+
+        @DistributedLock(key = "'k:' + #value")
+        public String keyed(Object value) {
+            return String.valueOf(value);
+        }
+
+        public <T> T call(Supplier<T> body) {
+            return body.get();
+        }
+    }
+
+    @TestConfiguration
+    static class Config {
+
+        @Bean
+        Nested nested() {
+            return new Nested();
+        }
+
+        @Bean
+        RecordingLockListener recordingLockListener() {
+            return new RecordingLockListener();
+        }
+    }
+}
