@@ -64,25 +64,25 @@ public class KeyEvaluationBenchmark {
 
     /** {@code 'order:' + #userId}: the usual shape. */
     @Benchmark
-    public String concat() {
+    public Object concat() {
         return concat.evaluateKey(userArgs, target, Service.class);
     }
 
     /** {@code #userId}: one variable. */
     @Benchmark
-    public String param() {
+    public Object param() {
         return param.evaluateKey(userArgs, target, Service.class);
     }
 
     /** {@code 'order:' + #order.id}: a property through reflection. */
     @Benchmark
-    public String property() {
+    public Object property() {
         return property.evaluateKey(orderArgs, target, Service.class);
     }
 
     /** {@code 'tenant:' + #tenant + ':item:' + #itemId}: four parts, one a long. */
     @Benchmark
-    public String multi() {
+    public Object multi() {
         return multi.evaluateKey(multiArgs, target, Service.class);
     }
 
