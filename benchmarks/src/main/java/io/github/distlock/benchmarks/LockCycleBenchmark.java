@@ -35,7 +35,11 @@ public class LockCycleBenchmark {
     @State(Scope.Benchmark)
     public static class Env {
 
-        /** {@code redisson}, {@code template}, {@code annotation} or {@code raw}. */
+        /**
+         * {@code redisson}, {@code template}, {@code annotation} or {@code raw}; also {@code multi} (the template on
+         * two keys), {@code template_nested} and {@code redisson_nested} (a nested call on the held key), which are not
+         * in the default set.
+         */
         @Param({"redisson", "template", "annotation", "raw"})
         public String impl;
 
@@ -46,6 +50,13 @@ public class LockCycleBenchmark {
         /** {@code distinct}: one key per thread, never contended; {@code contended}: one key for all threads. */
         @Param({"distinct", "contended"})
         public String keys;
+
+        /**
+         * The lock type ({@code reentrant}, {@code fair}, {@code read}, {@code write}); types other than reentrant only
+         * for the cycles that take them ({@link LockCycles.Impl#takesTypes()}).
+         */
+        @Param({"reentrant"})
+        public String type;
 
         /** The Redisson config variant ({@link RedissonVariant}). */
         @Param({"default"})
@@ -59,7 +70,14 @@ public class LockCycleBenchmark {
         public void start() {
             contended = keys.equals("contended");
             env = BenchEnvironment.start(RedissonVariant.valueOf(redisson.toUpperCase(java.util.Locale.ROOT)));
-            cycle = LockCycles.cycle(env, LockCycles.Impl.of(impl), LockCycles.Lease.of(lease), contended);
+            try {
+                cycle = LockCycles.cycle(env, LockCycles.Impl.of(impl), LockCycles.Lease.of(lease), contended,
+                        LockCycles.type(type));
+            }
+            catch (RuntimeException ex) {
+                env.close();
+                throw ex;
+            }
         }
 
         @TearDown(Level.Trial)

@@ -1,10 +1,13 @@
 package io.github.distlock.benchmarks;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.LockType;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 
@@ -35,11 +38,33 @@ public final class LockCycles {
         /** A {@code @DistributedLock} method called through the Spring proxy, key {@code 'bench:' + #id}. */
         ANNOTATION,
         /** {@code SET key token NX PX} + Lua compare-and-delete over Lettuce: the floor. */
-        RAW;
+        RAW,
+        /**
+         * {@link LockTemplate#execute(java.util.Collection, LockOptions, io.github.distlock.LockCallback)} on two keys,
+         * {@code bench:<id>:a} and {@code bench:<id>:b}: taken one after the other, released in reverse order.
+         */
+        MULTI,
+        /**
+         * A nested {@link LockTemplate#execute} on the key the outer call holds: distlock re-enters in the template,
+         * after asking the backend once whether the outer lock is still held.
+         */
+        TEMPLATE_NESTED,
+        /** {@code tryLock}, {@code tryLock} again, {@code unlock} twice on one Redisson lock: Redisson's own re-entry. */
+        REDISSON_NESTED;
 
         static Impl of(String name) {
-            return valueOf(name.toUpperCase(Locale.ROOT));
+            return valueOf(name.toUpperCase(Locale.ROOT).replace('-', '_'));
         }
+
+        /** Whether the cycle can take every {@link LockType} (the annotated and raw cycles take REENTRANT only). */
+        public boolean takesTypes() {
+            return this != ANNOTATION && this != RAW;
+        }
+    }
+
+    /** The lock type of a benchmark parameter ({@code reentrant}, {@code fair}, {@code read}, {@code write}). */
+    static LockType type(String name) {
+        return LockType.valueOf(name.toUpperCase(Locale.ROOT));
     }
 
     /** Lease of the cycle. */
@@ -66,19 +91,45 @@ public final class LockCycles {
      * @param wait whether to wait up to {@link #WAIT_MS} (contended key) or try once
      */
     public static Cycle cycle(BenchEnvironment env, Impl impl, Lease lease, boolean wait) {
+        return cycle(env, impl, lease, wait, LockType.REENTRANT);
+    }
+
+    /**
+     * The cycle of {@code impl} with locks of {@code type}.
+     *
+     * @param wait whether to wait up to {@link #WAIT_MS} (contended key) or try once
+     * @throws IllegalArgumentException when {@code impl} cannot take {@code type} ({@link Impl#takesTypes()})
+     */
+    public static Cycle cycle(BenchEnvironment env, Impl impl, Lease lease, boolean wait, LockType type) {
+        if (type != LockType.REENTRANT && !impl.takesTypes()) {
+            throw new IllegalArgumentException(impl + " takes REENTRANT locks only, not " + type);
+        }
         return switch (impl) {
-            case REDISSON -> redisson(env.redisson(), lease, wait);
-            case TEMPLATE -> template(env.lockTemplate(), lease, wait);
+            case REDISSON -> redisson(env.redisson(), lease, wait, type);
+            case TEMPLATE -> template(env.lockTemplate(), lease, wait, type);
             case ANNOTATION -> annotation(env.lockedService(), lease, wait);
             case RAW -> raw(env.rawLocks(), wait);
+            case MULTI -> multi(env.lockTemplate(), lease, wait, type);
+            case TEMPLATE_NESTED -> templateNested(env.lockTemplate(), lease, wait, type);
+            case REDISSON_NESTED -> redissonNested(env.redisson(), lease, wait, type);
         };
     }
 
-    private static Cycle redisson(RedissonClient redisson, Lease lease, boolean wait) {
+    /** The Redisson lock object distlock's provider uses for {@code type}. */
+    static RLock redissonLock(RedissonClient redisson, String name, LockType type) {
+        return switch (type) {
+            case REENTRANT -> redisson.getLock(name);
+            case FAIR -> redisson.getFairLock(name);
+            case READ -> redisson.getReadWriteLock(name).readLock();
+            case WRITE -> redisson.getReadWriteLock(name).writeLock();
+        };
+    }
+
+    private static Cycle redisson(RedissonClient redisson, Lease lease, boolean wait, LockType type) {
         long waitMs = wait ? WAIT_MS : 0;
         long leaseMs = (lease == Lease.FIXED) ? FIXED_LEASE_MS : -1;
         return id -> {
-            RLock lock = redisson.getLock(PREFIX + "bench:" + id);
+            RLock lock = redissonLock(redisson, PREFIX + "bench:" + id, type);
             if (lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)) {
                 lock.unlock();
                 return true;
@@ -87,13 +138,53 @@ public final class LockCycles {
         };
     }
 
-    private static Cycle template(LockTemplate template, Lease lease, boolean wait) {
-        LockOptions options = new LockOptions(
-                java.time.Duration.ofMillis(wait ? WAIT_MS : 0),
-                (lease == Lease.FIXED) ? java.time.Duration.ofMillis(FIXED_LEASE_MS) : LockOptions.WATCHDOG,
-                false);
+    private static Cycle redissonNested(RedissonClient redisson, Lease lease, boolean wait, LockType type) {
+        long waitMs = wait ? WAIT_MS : 0;
+        long leaseMs = (lease == Lease.FIXED) ? FIXED_LEASE_MS : -1;
+        return id -> {
+            RLock lock = redissonLock(redisson, PREFIX + "bench:" + id, type);
+            if (!lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)) {
+                return false;
+            }
+            try {
+                // re-entry: Redisson runs its lock script again (hincrby on the holder's field), one round trip, and
+                // the inner unlock another
+                if (!lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)) {
+                    return false;
+                }
+                lock.unlock();
+                return true;
+            }
+            finally {
+                lock.unlock();
+            }
+        };
+    }
+
+    private static LockOptions options(Lease lease, boolean wait, LockType type) {
+        return new LockOptions(
+                Duration.ofMillis(wait ? WAIT_MS : 0),
+                (lease == Lease.FIXED) ? Duration.ofMillis(FIXED_LEASE_MS) : LockOptions.WATCHDOG,
+                false).withType(type);
+    }
+
+    private static Cycle template(LockTemplate template, Lease lease, boolean wait, LockType type) {
+        LockOptions options = options(lease, wait, type);
         // execute, like the annotation: a failed acquisition throws LockAcquisitionException
         return id -> template.execute("bench:" + id, options, () -> 1) == 1;
+    }
+
+    private static Cycle templateNested(LockTemplate template, Lease lease, boolean wait, LockType type) {
+        LockOptions options = options(lease, wait, type);
+        return id -> {
+            String key = "bench:" + id;
+            return template.execute(key, options, () -> template.execute(key, options, () -> 1)) == 1;
+        };
+    }
+
+    private static Cycle multi(LockTemplate template, Lease lease, boolean wait, LockType type) {
+        LockOptions options = options(lease, wait, type);
+        return id -> template.execute(List.of("bench:" + id + ":a", "bench:" + id + ":b"), options, () -> 1) == 1;
     }
 
     private static Cycle annotation(LockedService service, Lease lease, boolean wait) {

@@ -1,5 +1,9 @@
 package io.github.distlock.benchmarks;
 
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.distlock.LockType;
 import io.github.distlock.benchmarks.LockCycles.Impl;
 import io.github.distlock.benchmarks.LockCycles.Lease;
 import org.junit.jupiter.api.Test;
@@ -15,17 +19,27 @@ class BenchmarkSmokeTest {
     @Test
     void everyCycleAcquiresAndReleases() throws Exception {
         try (BenchEnvironment env = BenchEnvironment.start(RedissonVariant.PROPOSED)) {
+            int cycles = 0;
             for (Impl impl : Impl.values()) {
-                for (Lease lease : Lease.values()) {
-                    for (boolean wait : new boolean[] {false, true}) {
-                        LockCycles.Cycle cycle = LockCycles.cycle(env, impl, lease, wait);
-                        assertThat(cycle.run("smoke")).as("%s %s wait=%s", impl, lease, wait).isTrue();
-                        // released: a second one-try acquisition of the same key succeeds as well
-                        assertThat(cycle.run("smoke")).as("%s %s wait=%s again", impl, lease, wait).isTrue();
+                for (LockType type : impl.takesTypes() ? LockType.values() : new LockType[] {LockType.REENTRANT}) {
+                    for (Lease lease : Lease.values()) {
+                        for (boolean wait : new boolean[] {false, true}) {
+                            // each type on a key of its own: types of one key share (and exclude on) its structure
+                            String id = "smoke-" + type;
+                            LockCycles.Cycle cycle = LockCycles.cycle(env, impl, lease, wait, type);
+                            assertThat(cycle.run(id)).as("%s %s %s wait=%s", impl, type, lease, wait).isTrue();
+                            // released: a second one-try acquisition of the same key succeeds as well
+                            assertThat(cycle.run(id)).as("%s %s %s wait=%s again", impl, type, lease, wait).isTrue();
+                            cycles++;
+                        }
                     }
                 }
             }
-            assertThat(env.redisson().getKeys().countExists("lock:bench:smoke")).isZero();
+            assertThat(cycles).isEqualTo(4 * (5 * 4 + 2));
+            // nothing left behind: no lock hash, no fair-lock queue, no read-lock timeout key
+            List<String> left = new ArrayList<>();
+            env.redisson().getKeys().getKeysByPattern("*smoke*").forEach(left::add);
+            assertThat(left).isEmpty();
         }
     }
 
