@@ -11,6 +11,7 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
+import io.github.distlock.LockType;
 import io.github.distlock.benchmarks.LockCycles.Impl;
 import io.github.distlock.benchmarks.LockCycles.Lease;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -26,7 +27,12 @@ import io.lettuce.core.api.sync.RedisCommands;
 public final class RedisProfile {
 
     /** One measured configuration. */
-    record Case(String label, Impl impl, Lease lease, RedissonVariant variant, int threads, boolean contended) {
+    record Case(String label, Impl impl, Lease lease, RedissonVariant variant, int threads, boolean contended,
+            LockType type) {
+
+        Case(String label, Impl impl, Lease lease, RedissonVariant variant, int threads, boolean contended) {
+            this(label, impl, lease, variant, threads, contended, LockType.REENTRANT);
+        }
     }
 
     /** Per-cycle costs of one case. */
@@ -38,11 +44,42 @@ public final class RedisProfile {
     private RedisProfile() {
     }
 
-    /** Usage: {@code RedisProfile [cycles per case] [variants]}; {@code variants} profiles the Redisson configs. */
+    /**
+     * Usage: {@code RedisProfile [cycles per case] [variants|types]}; {@code variants} profiles the Redisson configs,
+     * {@code types} the lock types, two-key calls and nested calls.
+     */
     public static void main(String[] args) throws Exception {
         int cycles = (args.length > 0) ? Integer.parseInt(args[0]) : 20_000;
-        boolean variants = args.length > 1 && args[1].equals("variants");
-        print(run(variants ? variantCases() : defaultCases(), cycles), System.out);
+        String which = (args.length > 1) ? args[1] : "";
+        List<Case> cases = switch (which) {
+            case "variants" -> variantCases();
+            case "types" -> typeCases();
+            default -> defaultCases();
+        };
+        print(run(cases, cycles), System.out);
+    }
+
+    /**
+     * The template with each lock type, two keys per call and a nested call (one key per thread), against Redisson's own
+     * re-entry; REENTRANT and FAIR on one hot key at 8 threads (watchdog everywhere). Not at 64 threads: the warm-up
+     * of 2 000 cycles per thread would take minutes on one hot key.
+     */
+    static List<Case> typeCases() {
+        List<Case> cases = new ArrayList<>();
+        for (LockType type : LockType.values()) {
+            cases.add(new Case("LockTemplate, " + type, Impl.TEMPLATE, Lease.WATCHDOG, RedissonVariant.DEFAULT, 1, false,
+                    type));
+        }
+        cases.add(new Case("LockTemplate, 2 keys per call", Impl.MULTI, Lease.WATCHDOG, RedissonVariant.DEFAULT, 1, false));
+        cases.add(new Case("LockTemplate, nested call on the held key", Impl.TEMPLATE_NESTED, Lease.WATCHDOG,
+                RedissonVariant.DEFAULT, 1, false));
+        cases.add(new Case("Redisson, re-entered once", Impl.REDISSON_NESTED, Lease.WATCHDOG, RedissonVariant.DEFAULT, 1,
+                false));
+        for (LockType type : new LockType[] {LockType.REENTRANT, LockType.FAIR}) {
+            cases.add(new Case("LockTemplate, " + type + ", 8 thr, 1 hot key", Impl.TEMPLATE, Lease.WATCHDOG,
+                    RedissonVariant.DEFAULT, 8, true, type));
+        }
+        return cases;
     }
 
     /** Raw Redisson (watchdog, distinct keys) under every {@link RedissonVariant}, at 1, 8 and 64 threads. */
@@ -89,7 +126,7 @@ public final class RedisProfile {
     }
 
     private static Result measure(BenchEnvironment env, Case c, int cycles) throws Exception {
-        LockCycles.Cycle cycle = LockCycles.cycle(env, c.impl(), c.lease(), c.contended());
+        LockCycles.Cycle cycle = LockCycles.cycle(env, c.impl(), c.lease(), c.contended(), c.type());
         // warm up the JIT and Redisson's pools so the deltas show the steady state
         runThreads(cycle, c, Math.max(2_000, cycles / 4));
         RedisCommands<String, String> redis = env.rawLocks().commands();

@@ -28,8 +28,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
  * Runs every benchmark in one go and writes one Markdown report with the ratios: {@code Suite quick} for a look in a
- * few minutes, {@code Suite full} for the numbers to publish (about half an hour on two cores). Optional further
- * arguments pick parts: {@code cycle overhead paired handoff profile variants}.
+ * few minutes, {@code Suite full} for the numbers to publish (about 45 minutes on two cores). Optional further
+ * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested}.
  *
  * <p>JMH's own log and JSON results go next to the report in {@code target/results/<mode>-<time>/}.
  */
@@ -48,12 +48,15 @@ public final class Suite {
     /** Usage: {@code Suite quick|full [part...]}. */
     public static void main(String[] args) throws Exception {
         boolean full = args.length > 0 && args[0].equals("full");
-        Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants"));
+        Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants",
+                "types", "nested"));
         if (args.length > 1) {
             parts = new LinkedHashSet<>(List.of(args).subList(1, args.length));
         }
         else if (!full) {
             parts.remove("variants");
+            parts.remove("types");
+            parts.remove("nested");
         }
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = Path.of("target", "results", (full ? "full-" : "quick-") + stamp);
@@ -70,6 +73,8 @@ public final class Suite {
                     case "handoff" -> suite.handoff();
                     case "profile" -> suite.profile();
                     case "variants" -> suite.variants();
+                    case "types" -> suite.types();
+                    case "nested" -> suite.nested();
                     default -> throw new IllegalArgumentException("unknown part " + part);
                 }
                 Files.write(dir.resolve("report.md"), buffer.toByteArray());
@@ -235,6 +240,86 @@ public final class Suite {
                     threads * 1e6 / primary.getScore(), primary.getStatistics().getPercentile(50),
                     primary.getStatistics().getPercentile(99), gcNorm(r));
         }
+    }
+
+    // ---------------------------------------------------------------- lock types, multi-key, nested calls
+
+    private void types() throws Exception {
+        section("Lock types and two-key calls (LockTemplate, watchdog)",
+                "JMH sample-time mode, one trial per row, all in this run; a fresh Redis per trial. \"vs REENTRANT\" = "
+                        + "mean cycle time over the REENTRANT row with the same keys and threads (separate trials: machine "
+                        + "noise included; the interleaved table below cancels it). distinct = one key per thread; "
+                        + "contended = one hot key for all threads, wait up to 30 s. 2 keys = execute(List.of(id:a, id:b)), "
+                        + "REENTRANT, taken one after the other.");
+        int[] threads = full ? new int[] {1, 8, 64} : new int[] {1, 8};
+        List<RunResult> all = new ArrayList<>();
+        for (String keys : new String[] {"distinct", "contended"}) {
+            for (int t : threads) {
+                if (keys.equals("contended") && t == 1) {
+                    continue; // one thread cannot contend with itself: the distinct row is the same cycle
+                }
+                all.addAll(jmh("types-" + keys + "-t" + t, jmhTypes(t).param("impl", "template")
+                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant", "fair", "read", "write")));
+                all.addAll(jmh("types-multi-" + keys + "-t" + t, jmhTypes(t).param("impl", "multi")
+                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant")));
+            }
+        }
+        Map<String, Double> reentrantMean = new TreeMap<>();
+        for (RunResult r : all) {
+            if (param(r, "impl").equals("template") && param(r, "type").equals("reentrant")) {
+                reentrantMean.put(groupKey(r, "watchdog"), r.getPrimaryResult().getScore());
+            }
+        }
+        report.println("| keys | threads | case | cycles/s | mean µs | p50 µs | p99 µs | B/op | vs REENTRANT |");
+        report.println("|---|---:|---|---:|---:|---:|---:|---:|---:|");
+        for (RunResult r : all) {
+            Result primary = r.getPrimaryResult();
+            int t = r.getParams().getThreads();
+            double mean = primary.getScore();
+            Double base = reentrantMean.get(groupKey(r, "watchdog"));
+            String label = param(r, "impl").equals("multi") ? "2 keys per call (REENTRANT)"
+                    : param(r, "type").toUpperCase(Locale.ROOT);
+            report.printf(Locale.ROOT, "| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %s | %s |%n", param(r, "keys"), t,
+                    label, t * 1e6 / mean, mean, primary.getStatistics().getPercentile(50),
+                    primary.getStatistics().getPercentile(99), gcNorm(r),
+                    (base == null) ? "" : String.format(Locale.ROOT, "%.3f", mean / base));
+        }
+
+        report.println();
+        report.println("Interleaved (noise-cancelling): every thread runs the five cycles in turn on keys of its own, "
+                + "one key per thread, one try, watchdog; ratio = mean cycle over REENTRANT's, per-round spread as error bar.");
+        List<List<InterleavedComparison.Result>> interleaved = new ArrayList<>();
+        for (int t : new int[] {1, 8}) {
+            progress("interleaved types " + t + " threads");
+            interleaved.add(InterleavedComparison.run(InterleavedComparison.typeCases(), t, full ? 5 : 2, full ? 3 : 2));
+        }
+        InterleavedComparison.print(interleaved, report);
+
+        report.println();
+        report.println("Redis commands and CPU per cycle (RedisProfile):");
+        progress("profile types");
+        RedisProfile.print(RedisProfile.run(RedisProfile.typeCases(), full ? 8_000 : 2_000), report);
+    }
+
+    /** Shorter than {@link #jmhCycle}: the types table has 25 trials, and its ratios come from one run. */
+    private ChainedOptionsBuilder jmhTypes(int threads) {
+        return base(LockCycleBenchmark.class.getName()).threads(threads)
+                .warmupIterations(1).warmupTime(TimeValue.seconds(full ? 2 : 1))
+                .measurementIterations(full ? 3 : 2).measurementTime(TimeValue.seconds(full ? 2 : 1))
+                .addProfiler("gc");
+    }
+
+    private void nested() throws Exception {
+        section("Nested call on a held key",
+                "Interleaved: every thread runs the four cycles in turn on keys of its own (one try, watchdog). A nested "
+                        + "distlock call re-enters in the template after one HEXISTS (is the outer lock still held?); "
+                        + "Redisson's own re-entry runs its lock script again and its unlock script once more.");
+        List<List<InterleavedComparison.Result>> results = new ArrayList<>();
+        for (int t : new int[] {1, 8}) {
+            progress("nested " + t + " threads");
+            results.add(InterleavedComparison.run(InterleavedComparison.nestedCases(), t, full ? 5 : 2, full ? 3 : 2));
+        }
+        InterleavedComparison.printNested(results, report);
     }
 
     // ---------------------------------------------------------------- plumbing
