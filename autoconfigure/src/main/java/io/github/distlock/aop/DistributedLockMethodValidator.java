@@ -8,12 +8,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiPredicate;
 import java.util.function.BooleanSupplier;
 
+import io.github.distlock.DistlockConfigurationException;
 import io.github.distlock.LockType;
 
 import io.github.distlock.DistributedLock;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
-import org.springframework.beans.factory.BeanInitializationException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.core.MethodIntrospector;
@@ -81,30 +81,35 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
         for (Method method : annotated.keySet()) {
             String problem = unproxyable(method);
             if (problem != null) {
-                throw new BeanInitializationException("@DistributedLock on " + LockOperation.describe(method) + " in bean '"
-                        + beanName + "' would never take a lock: the method is " + problem + ", so the Spring proxy cannot "
-                        + "intercept it. Make it public (or protected) and non-final, non-static, or use LockTemplate.");
+                throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
+                        + " in bean '" + beanName + "' would never take a lock: the method is " + problem
+                        + ", so the Spring proxy cannot intercept it.",
+                        "Make the method public (or protected), non-final and non-static, or lock with LockTemplate.", null);
             }
             if (!lockingAvailable.getAsBoolean()) {
-                throw new BeanInitializationException("@DistributedLock on " + LockOperation.describe(method)
-                        + " cannot take a lock: no lock backend is configured (no LockProvider bean, so no LockTemplate). "
-                        + "Configure Redis with spring.data.redis.* (the distlock starter brings org.redisson:redisson "
+                throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
+                        + " cannot take a lock: no lock backend is configured (no LockProvider bean, so no LockTemplate).",
+                        "Configure Redis with spring.data.redis.* (the distlock starter brings org.redisson:redisson "
                         + "and spring-boot-data-redis, which distlock needs on the class path), or declare a "
                         + "LockProvider bean. Setting distlock.enabled=false instead runs every @DistributedLock method "
-                        + "WITHOUT a lock.");
+                        + "WITHOUT a lock.", null);
             }
             LockOperation operation;
             try {
                 operation = operations.getObject().getOperation(method, userClass);
             }
             catch (IllegalStateException ex) {
-                throw new BeanInitializationException(ex.getMessage() + " (bean '" + beanName + "')", ex);
+                String action = (ex.getCause() instanceof LockAnnotationException invalid) ? invalid.action()
+                        : "Correct the @DistributedLock annotation of the method named above.";
+                throw new DistlockConfigurationException(ex.getMessage() + " (bean '" + beanName + "').", action, ex);
             }
             if (operation != null && !supported.test(operation.options().type(), operation.options().fenced())) {
-                throw new BeanInitializationException("Invalid @DistributedLock on " + LockOperation.describe(method)
+                throw new DistlockConfigurationException("Invalid @DistributedLock on " + LockOperation.describe(method)
                         + " in bean '" + beanName + "': the lock backend cannot take " + (operation.options().fenced()
                         ? "fenced " : "") + operation.options().type() + " locks" + (operation.options().fenced()
-                        ? " (READ locks take no fencing token: readers do not write)" : ""));
+                        ? " (READ locks take no fencing token: readers do not write)." : "."),
+                        "Use a lock type the backend supports" + (operation.options().fenced() ? ", or remove fenced = true" : "")
+                        + ".", null);
             }
         }
         checked.add(userClass);

@@ -81,14 +81,14 @@ final class LockKeyExpression {
     static LockKeyExpression parse(String expression, Method method, Class<?> targetClass, String[] parameterNames,
             BeanResolver beanResolver) {
         if (expression == null || expression.isBlank()) {
-            throw new IllegalArgumentException("key must not be empty");
+            throw new LockAnnotationException("key must not be empty", "Give the annotation a key, e.g. key = \"'order:' + #orderId\"");
         }
         SpelExpression parsed;
         try {
             parsed = PARSER.parseRaw(expression);
         }
         catch (RuntimeException ex) {
-            throw new IllegalArgumentException("key '" + expression + "' is not a valid SpEL expression: " + ex.getMessage(), ex);
+            throw new LockAnnotationException("key '" + expression + "' is not a valid SpEL expression: " + ex.getMessage(), "Fix the key expression at the position named above; string literals go in single quotes: 'order:' + #id", ex);
         }
         Map<String, Integer> index = parameterIndex(method, parameterNames);
         checkVariables(parsed.getAST(), expression, index, parameterNames);
@@ -96,7 +96,7 @@ final class LockKeyExpression {
         boolean inlineList = ast instanceof InlineList;
         SpelNode[][] keys = new SpelNode[inlineList ? ast.getChildCount() : 1][];
         if (inlineList && keys.length == 0) {
-            throw new IllegalArgumentException("key '" + expression + "' is an empty list: it names no lock");
+            throw new LockAnnotationException("key '" + expression + "' is an empty list: it names no lock", "Name at least one key in the list");
         }
         for (int i = 0; i < keys.length; i++) {
             keys[i] = split(inlineList ? ast.getChild(i) : ast);
@@ -265,9 +265,9 @@ final class LockKeyExpression {
             Class<?> targetClass) {
         for (SpelNode part : parts) {
             if (part instanceof OpPlus && containsStringLiteral(part)) {
-                throw new IllegalArgumentException("key '" + expression + "': " + part.toStringAST() + " joins text inside "
+                throw new LockAnnotationException("key '" + expression + "': " + part.toStringAST() + " joins text inside "
                         + "parentheses, where a null would be written as 'null' (one lock for every such call); write the "
-                        + "parts at the top level: 'a:' + #x + ':' + #y");
+                        + "parts at the top level: 'a:' + #x + ':' + #y", "Write the text parts at the top level of the expression: 'a:' + #x + ':' + #y");
             }
             String text = part.toStringAST();
             Class<?> type = null;
@@ -281,7 +281,7 @@ final class LockKeyExpression {
                     && (Modifier.isFinal(type.getModifiers()) || type == targetClass)
                     && !Collection.class.isAssignableFrom(type) && !HAS_OWN_TO_STRING.get(type);
             if (neverValueText) {
-                throw new IllegalArgumentException(identityMessage(expression, text, type));
+                throw new LockAnnotationException(identityMessage(expression, text, type), "Lock on a property of the object that is a value (#cart.id), or give its class a toString() that prints values");
             }
         }
     }
@@ -344,15 +344,15 @@ final class LockKeyExpression {
             return;
         }
         if (parameterNames == null) {
-            throw new IllegalArgumentException("key '" + expression + "' uses " + unknown + " but the method's parameter "
-                    + "names are not available: compile with -parameters (the Spring Boot parent does), or use #p0/#a0");
+            throw new LockAnnotationException("key '" + expression + "' uses " + unknown + " but the method's parameter "
+                    + "names are not available: compile with -parameters (the Spring Boot parent does), or use #p0/#a0", "Compile with -parameters (the Spring Boot parent turns it on; with the Maven compiler plugin: <parameters>true</parameters>), or refer to parameters by position: #p0, #a0");
         }
         List<String> known = new ArrayList<>();
         for (String name : parameterNames) {
             known.add("#" + name);
         }
-        throw new IllegalArgumentException("key '" + expression + "' uses " + unknown + ", which the method does not have; "
-                + "its parameters are " + known + " (or #p0, #a0...)");
+        throw new LockAnnotationException("key '" + expression + "' uses " + unknown + ", which the method does not have; "
+                + "its parameters are " + known + " (or #p0, #a0...)", "Use one of the method's parameter names, or #p0/#a0 by position");
     }
 
     /** Resolves parameters through an index computed at parse time instead of a map filled per call. */

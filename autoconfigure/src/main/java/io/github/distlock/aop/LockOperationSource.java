@@ -87,24 +87,24 @@ public class LockOperationSource {
                     annotation.fenced(), annotation.type(), holdAtLeast);
             LockOperation.Shape shape = shape(specific);
             if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
-                throw new IllegalArgumentException("fenced = true is not supported on a " + shape + " method: reactive code "
+                throw new LockAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "
                         + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
-                        + "HeldLock.fencingToken()");
+                        + "HeldLock.fencingToken()", "Remove fenced = true, or lock with LockTemplate.acquireAsync and pass HeldLock.fencingToken() on");
             }
             Method fallback = null;
             boolean fallbackTakesException = false;
             if (!annotation.fallbackMethod().isEmpty()) {
                 if (annotation.skipIfLocked()) {
-                    throw new IllegalArgumentException("skipIfLocked and fallbackMethod exclude each other: choose one");
+                    throw new LockAnnotationException("skipIfLocked and fallbackMethod exclude each other: choose one", "Keep skipIfLocked = true or fallbackMethod, not both");
                 }
                 fallback = fallbackMethod(specific, targetClass, annotation.fallbackMethod());
                 fallbackTakesException = fallback.getParameterCount() > specific.getParameterCount();
             }
             else if (annotation.skipIfLocked() && specific.getReturnType().isPrimitive()
                     && specific.getReturnType() != void.class) {
-                throw new IllegalArgumentException("skipIfLocked on a method returning " + specific.getReturnType()
+                throw new LockAnnotationException("skipIfLocked on a method returning " + specific.getReturnType()
                         + ": a skipped call has nothing to return; return void, a wrapper type, Optional, a "
-                        + "CompletableFuture, or use fallbackMethod");
+                        + "CompletableFuture, or use fallbackMethod", "Return void, a wrapper type, Optional or a CompletableFuture, or name a fallbackMethod");
             }
             return new LockOperation(specific, key, options, shape, annotation.skipIfLocked(), fallback,
                     fallbackTakesException);
@@ -129,9 +129,9 @@ public class LockOperationSource {
         }
         if (Future.class.isAssignableFrom(type) || CompletionStage.class.isAssignableFrom(type)
                 || ReactiveLocking.isOtherPublisher(type)) {
-            throw new IllegalArgumentException("the method returns " + type.getName() + ", whose completion the lock "
+            throw new LockAnnotationException("the method returns " + type.getName() + ", whose completion the lock "
                     + "cannot follow (it would be released when the method returns, before the work is done); return "
-                    + "CompletableFuture, CompletionStage, Mono or Flux");
+                    + "CompletableFuture, CompletionStage, Mono or Flux", "Return CompletableFuture, CompletionStage, Mono or Flux, or do the work before returning");
         }
         return LockOperation.Shape.SYNC;
     }
@@ -149,18 +149,18 @@ public class LockOperationSource {
         String expected = name + "(" + java.util.Arrays.stream(parameters).map(Class::getSimpleName)
                 .collect(java.util.stream.Collectors.joining(", ")) + "[, LockAcquisitionException])";
         if (fallback == null) {
-            throw new IllegalArgumentException("fallbackMethod '" + name + "' not found in " + owner.getName()
-                    + ": expected " + expected + " returning " + method.getReturnType().getSimpleName());
+            throw new LockAnnotationException("fallbackMethod '" + name + "' not found in " + owner.getName()
+                    + ": expected " + expected + " returning " + method.getReturnType().getSimpleName(), "Add the fallback method to the bean with the same parameters (optionally plus a LockAcquisitionException) and a compatible return type, or correct fallbackMethod");
         }
         if (!org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
                 .isAssignableFrom(org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(fallback.getReturnType()))) {
-            throw new IllegalArgumentException("fallbackMethod " + LockOperation.describe(fallback) + " returns "
+            throw new LockAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " returns "
                     + fallback.getReturnType().getName() + ", which " + LockOperation.describe(method)
-                    + " cannot return (it returns " + method.getReturnType().getName() + ")");
+                    + " cannot return (it returns " + method.getReturnType().getName() + ")", "Make the fallback return what the annotated method returns");
         }
         if (java.lang.reflect.Modifier.isStatic(fallback.getModifiers())) {
-            throw new IllegalArgumentException("fallbackMethod " + LockOperation.describe(fallback) + " is static; "
-                    + "make it an instance method of the bean");
+            throw new LockAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " is static; "
+                    + "make it an instance method of the bean", "Make the fallback an instance method of the bean");
         }
         ReflectionUtils.makeAccessible(fallback);
         return fallback;
@@ -178,13 +178,13 @@ public class LockOperationSource {
             return fallback;
         }
         if (value < 0) {
-            throw new IllegalArgumentException(attribute + " must be >= 0 (or DistributedLock.DEFAULT), was " + value);
+            throw new LockAnnotationException(attribute + " must be >= 0 (or DistributedLock.DEFAULT), was " + value, "Use a value >= 0, or leave the attribute out for the configured default");
         }
         Duration time = Duration.ofNanos(unit.toNanos(value));
         if (!time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0) {
             // Redis counts in milliseconds: a 500 us lease would reach it as "expire now", a lock gone before the body runs
             String zero = attribute.equals("leaseTime") ? "0 (watchdog)" : "0";
-            throw new IllegalArgumentException(attribute + " must be " + zero + " or at least 1 ms, was " + value + " " + unit);
+            throw new LockAnnotationException(attribute + " must be " + zero + " or at least 1 ms, was " + value + " " + unit, "Use 0 or at least one millisecond (Redis counts leases in milliseconds)");
         }
         return time;
     }

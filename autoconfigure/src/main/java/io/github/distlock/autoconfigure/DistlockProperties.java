@@ -58,6 +58,9 @@ public class DistlockProperties {
      */
     private boolean releaseAfterTransaction = true;
 
+    /** Settings of the Redisson client distlock builds (not applied to a RedissonClient bean of the application's own). */
+    private final Redis redis = new Redis();
+
     public boolean isEnabled() {
         return enabled;
     }
@@ -122,11 +125,69 @@ public class DistlockProperties {
         this.releaseAfterTransaction = releaseAfterTransaction;
     }
 
+    public Redis getRedis() {
+        return redis;
+    }
+
     public int getOrder() {
         return order;
     }
 
     public void setOrder(int order) {
         this.order = order;
+    }
+
+    /**
+     * The failure budget of a lock call and the start-up policy of the Redisson client distlock builds. The command
+     * timeout is Spring Boot's {@code spring.data.redis.timeout}.
+     */
+    public static class Redis {
+
+        /**
+         * How often a Redis command that could not be sent is tried again. Lock and unlock scripts that were sent are
+         * never sent twice (Redisson sends them once), so this bounds the time a call takes against an unreachable
+         * Redis: about retry-attempts x retry-delay (+ the connect timeout per attempt).
+         */
+        private int retryAttempts = 1;
+
+        /** Pause between those attempts. */
+        private Duration retryDelay = Duration.ofMillis(200);
+
+        /**
+         * Whether the application must reach Redis to start. False (the default): the client connects on first use and
+         * reconnects by itself, so an application started during a Redis outage runs, and its lock calls fail with
+         * LockBackendException until Redis is back. True: the startup fails with a report when Redis is unreachable.
+         */
+        private boolean requireAtStartup = false;
+
+        public int getRetryAttempts() {
+            return retryAttempts;
+        }
+
+        public void setRetryAttempts(int retryAttempts) {
+            if (retryAttempts < 0) {
+                throw new IllegalArgumentException("distlock.redis.retry-attempts must be 0 or more, was " + retryAttempts);
+            }
+            this.retryAttempts = retryAttempts;
+        }
+
+        public Duration getRetryDelay() {
+            return retryDelay;
+        }
+
+        public void setRetryDelay(Duration retryDelay) {
+            if (retryDelay == null || retryDelay.isNegative()) {
+                throw new IllegalArgumentException("distlock.redis.retry-delay must be 0 or positive, was " + retryDelay);
+            }
+            this.retryDelay = retryDelay;
+        }
+
+        public boolean isRequireAtStartup() {
+            return requireAtStartup;
+        }
+
+        public void setRequireAtStartup(boolean requireAtStartup) {
+            this.requireAtStartup = requireAtStartup;
+        }
     }
 }

@@ -2,7 +2,9 @@ package io.github.distlock.autoconfigure;
 
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockProvider;
+import io.github.distlock.DistlockConfigurationException;
 import org.redisson.Redisson;
+import org.redisson.client.RedisConnectionException;
 import org.redisson.api.RedissonClient;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -44,7 +46,17 @@ public final class DistlockRedissonAutoConfiguration {
                 customizer.customize(settings.config());
                 customizer.customizeServer(settings.server());
             });
-            return Redisson.create(settings.config());
+            try {
+                return Redisson.create(settings.config());
+            }
+            catch (RedisConnectionException ex) {
+                // only when distlock.redis.require-at-startup=true: otherwise the client connects on first use
+                throw new DistlockConfigurationException("distlock could not reach Redis at startup, and "
+                        + "distlock.redis.require-at-startup=true requires it: " + ex.getMessage(),
+                        "Start Redis or correct spring.data.redis.* (host, port, sentinel or cluster nodes); or set "
+                        + "distlock.redis.require-at-startup=false to start anyway: lock calls then fail with "
+                        + "LockBackendException until Redis is reachable.", ex);
+            }
         }
     }
 

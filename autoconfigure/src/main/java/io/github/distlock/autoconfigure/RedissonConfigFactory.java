@@ -8,6 +8,7 @@ import javax.net.ssl.TrustManagerFactory;
 
 import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
+import org.redisson.config.ConstantDelay;
 import org.redisson.config.SentinelServersConfig;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisProperties;
@@ -94,6 +95,11 @@ final class RedissonConfigFactory {
         if (properties.getClientName() != null) {
             server.setClientName(properties.getClientName());
         }
+        // Redisson's own budget (4 more attempts, 1-2 s apart) made a call against a dead Redis take ~6 s
+        server.setRetryAttempts(distlock.getRedis().getRetryAttempts());
+        server.setRetryDelay(new ConstantDelay(distlock.getRedis().getRetryDelay()));
+        // connect on first use: an application started during a Redis outage runs, and recovers by itself
+        config.setLazyInitialization(!distlock.getRedis().isRequireAtStartup());
         return new RedissonSettings(config, server);
     }
 
