@@ -1,13 +1,20 @@
 package io.github.distlock.reliability;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+
+import io.lettuce.core.LettuceFutures;
+import io.lettuce.core.RedisFuture;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 
 /**
@@ -40,6 +47,32 @@ final class RedisInspector implements AutoCloseable {
 
     Map<String, String> hash(String key) {
         return sync().hgetall(key);
+    }
+
+    /** {@code PTTL} of every key, in order, pipelined: thousands of keys in one go, not one round trip each. */
+    List<Long> pttls(List<String> keys) {
+        return pipelined(keys, RedisAsyncCommands::pttl);
+    }
+
+    /** {@code HGETALL} of every key, in order, pipelined. */
+    List<Map<String, String>> hashes(List<String> keys) {
+        return pipelined(keys, RedisAsyncCommands::hgetall);
+    }
+
+    private <T> List<T> pipelined(List<String> keys, BiFunction<RedisAsyncCommands<String, String>, String, RedisFuture<T>> command) {
+        RedisAsyncCommands<String, String> async = connection.async();
+        List<RedisFuture<T>> replies = new ArrayList<>(keys.size());
+        for (String key : keys) {
+            replies.add(command.apply(async, key));
+        }
+        if (!LettuceFutures.awaitAll(30, TimeUnit.SECONDS, replies.toArray(RedisFuture[]::new))) {
+            throw new IllegalStateException("Redis did not answer " + keys.size() + " pipelined commands within 30 s");
+        }
+        List<T> values = new ArrayList<>(keys.size());
+        for (RedisFuture<T> reply : replies) {
+            values.add(reply.toCompletableFuture().join());
+        }
+        return values;
     }
 
     long dbSize() {
