@@ -26,7 +26,6 @@ import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.testsupport.RespClient;
 import org.redisson.config.Config;
-import org.redisson.config.ConstantDelay;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ApplicationContext;
 
@@ -42,8 +41,9 @@ import static org.awaitility.Awaitility.await;
  * recommends (command timeout {@value #COMMAND_TIMEOUT_MS} ms, {@value #RETRY_ATTEMPTS} retry after
  * {@value #RETRY_DELAY_MS} ms, topology scan every {@value #SCAN_INTERVAL_MS} ms);</li>
  * <li>{@code off}: the same with {@code checkLockSyncedSlaves} off;</li>
- * <li>{@code defaults}: one thread, Redisson's defaults for everything (what an application gets that sets nothing):
- * how long recovery takes without tuning.</li>
+ * <li>{@code defaults}: one thread, the defaults for everything (what an application gets that sets nothing: command
+ * timeout 3 s, distlock's retry budget, Redisson's topology scan, watchdog 30 s): how long recovery takes without
+ * tuning.</li>
  * </ul>
  *
  * <p>Phases: (1) the cost of the setting: {@code on} and {@code off} alone in turn, lock cycles on distinct keys;
@@ -181,10 +181,9 @@ final class FailoverScenario {
             }
             return app
                     .withPropertyValues("spring.data.redis.timeout=" + COMMAND_TIMEOUT_MS + "ms",
-                            "spring.data.redis.connect-timeout=" + COMMAND_TIMEOUT_MS + "ms")
-                    .withBean("retries", RedissonConfigCustomizer.class, () -> RedissonConfigCustomizer.server(server ->
-                            server.setRetryAttempts(RETRY_ATTEMPTS)
-                                    .setRetryDelay(new ConstantDelay(Duration.ofMillis(RETRY_DELAY_MS)))))
+                            "spring.data.redis.connect-timeout=" + COMMAND_TIMEOUT_MS + "ms",
+                            "distlock.redis.retry-attempts=" + RETRY_ATTEMPTS,
+                            "distlock.redis.retry-delay=" + RETRY_DELAY_MS + "ms")
                     .withBean("scan", RedissonConfigCustomizer.class, () -> topology.scanInterval(SCAN_INTERVAL_MS));
         }
 
