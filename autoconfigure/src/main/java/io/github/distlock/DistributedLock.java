@@ -73,7 +73,23 @@ public @interface DistributedLock {
      */
     long leaseTime() default DEFAULT;
 
-    /** The unit of {@link #waitTime()} and {@link #leaseTime()}; milliseconds by default, as in {@code @Scheduled}. */
+    /**
+     * {@link #waitTime()} as a duration string, Spring Boot style: {@code "2s"}, {@code "500ms"}, {@code "PT2S"}, or a
+     * {@code ${...}} placeholder resolved at startup; a bare number is in {@link #timeUnit()}. Set this or
+     * {@code waitTime}, not both (startup error).
+     */
+    String waitTimeString() default "";
+
+    /** {@link #leaseTime()} as a duration string, as {@link #waitTimeString()}; {@code "0"} for the watchdog. */
+    String leaseTimeString() default "";
+
+    /** {@link #holdAtLeast()} as a duration string, as {@link #waitTimeString()}. */
+    String holdAtLeastString() default "";
+
+    /**
+     * The unit of {@link #waitTime()}, {@link #leaseTime()} and {@link #holdAtLeast()} (and of bare numbers in the
+     * string forms); milliseconds by default, as in {@code @Scheduled}.
+     */
     TimeUnit timeUnit() default TimeUnit.MILLISECONDS;
 
     /**

@@ -13,6 +13,7 @@ import io.github.distlock.DistributedLock;
 import io.github.distlock.LockOptions;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.boot.convert.DurationStyle;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.DefaultParameterNameDiscoverer;
@@ -79,11 +80,13 @@ public class LockOperationSource {
             String expression = resolvePlaceholders(annotation.key());
             LockKeyExpression key = LockKeyExpression.parse(expression, specific, targetClass,
                     parameterNames.getParameterNames(specific), beanResolver);
-            Duration holdAtLeast = (annotation.holdAtLeast() == 0) ? null
-                    : time("holdAtLeast", annotation.holdAtLeast(), annotation.timeUnit(), null);
+            Duration holdAtLeast = time("holdAtLeast", annotation.holdAtLeast(), 0, annotation.holdAtLeastString(),
+                    annotation.timeUnit(), null);
             LockOptions options = new LockOptions(
-                    time("waitTime", annotation.waitTime(), annotation.timeUnit(), defaultWait),
-                    time("leaseTime", annotation.leaseTime(), annotation.timeUnit(), defaultLease),
+                    time("waitTime", annotation.waitTime(), DistributedLock.DEFAULT, annotation.waitTimeString(),
+                            annotation.timeUnit(), defaultWait),
+                    time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
+                            annotation.timeUnit(), defaultLease),
                     annotation.fenced(), annotation.type(), holdAtLeast);
             LockOperation.Shape shape = shape(specific);
             if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
@@ -171,6 +174,38 @@ public class LockOperationSource {
             return placeholders.resolveRequiredPlaceholders(expression);
         }
         return expression;
+    }
+
+    /**
+     * A time given as a number ({@code attribute}) or as a duration string ({@code attribute + "String"}), not both:
+     * {@code waitTime = 2, waitTimeString = "5s"} would leave the reader guessing which one counts.
+     */
+    private Duration time(String attribute, long number, long unset, String text, TimeUnit unit, Duration fallback) {
+        if (text.isEmpty()) {
+            return (number == unset && unset == 0) ? null : time(attribute, number, unit, fallback);
+        }
+        if (number != unset) {
+            throw new LockAnnotationException(attribute + " = " + number + " and " + attribute + "String = \"" + text
+                    + "\" are both set", "Set one of " + attribute + " and " + attribute + "String");
+        }
+        String resolved = resolvePlaceholders(text).trim();
+        Duration duration;
+        try {
+            duration = DurationStyle.detectAndParse(resolved, unit.toChronoUnit());
+        }
+        catch (IllegalArgumentException ex) {
+            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is not a duration" + (resolved.equals(text)
+                    ? "" : " (resolved: \"" + resolved + "\")"), "Write a duration such as \"2s\", \"500ms\" or \"PT2S\"", ex);
+        }
+        if (duration.isNegative()) {
+            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is negative",
+                    "Use 0 or a positive duration");
+        }
+        if (!duration.isZero() && duration.compareTo(Duration.ofMillis(1)) < 0) {
+            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is below 1 ms",
+                    "Use 0 or at least one millisecond (Redis counts leases in milliseconds)");
+        }
+        return duration;
     }
 
     private static Duration time(String attribute, long value, TimeUnit unit, Duration fallback) {

@@ -20,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * Every way of naming a key, evaluated by a real call whose Redis key is observed while the lock is held.
  */
 @SpringBootTest(classes = {LockTestApplication.class, KeyExpressionTest.Config.class},
-        properties = {"shop.region=eu", "distlock.key-prefix=app:"})
+        properties = {"shop.region=eu", "shop.lease=750ms", "distlock.key-prefix=app:"})
 class KeyExpressionTest extends RedisIntegrationTest {
 
     @Autowired
@@ -107,6 +107,21 @@ class KeyExpressionTest extends RedisIntegrationTest {
         assertThat(redisCommands.keys("*")).isEmpty();
     }
 
+    /** Duration strings in Spring Boot's style, placeholders included, resolved once at startup. */
+    @Test
+    void durationStrings() {
+        LockOperation operation = operations.getOperation(
+                ReflectionUtils.findMethod(Keys.class, "durations", String.class), Keys.class);
+        assertThat(operation.options().waitTime()).isEqualTo(java.time.Duration.ofSeconds(2));
+        assertThat(operation.options().leaseTime()).isEqualTo(java.time.Duration.ofMillis(750));
+        assertThat(operation.options().holdAtLeast()).isEqualTo(java.time.Duration.ofSeconds(3));
+        LockOperation bare = operations.getOperation(
+                ReflectionUtils.findMethod(Keys.class, "bareNumberInTimeUnit", String.class), Keys.class);
+        assertThat(bare.options().waitTime()).as("a bare number is in timeUnit").isEqualTo(java.time.Duration.ofSeconds(5));
+        assertThat(bare.options().leaseTime()).isEqualTo(java.time.Duration.ofMillis(500));
+        assertThat(keys.durations("d")).containsExactly("app:dur:d");
+    }
+
     @Test
     void expressionsAreParsedOnceAtStartupNotPerCall() {
         Method method = ReflectionUtils.findMethod(Keys.class, "byName", String.class);
@@ -165,6 +180,18 @@ class KeyExpressionTest extends RedisIntegrationTest {
 
         @DistributedLock(key = "'any:' + #value")
         public List<String> anything(Object value) {
+            return held();
+        }
+
+        @DistributedLock(key = "'dur:' + #id", waitTimeString = "2s", leaseTimeString = "${shop.lease}",
+                holdAtLeastString = "PT3S")
+        public List<String> durations(String id) {
+            return held();
+        }
+
+        @DistributedLock(key = "'bare:' + #id", waitTimeString = "5", leaseTimeString = "500ms",
+                timeUnit = java.util.concurrent.TimeUnit.SECONDS)
+        public List<String> bareNumberInTimeUnit(String id) {
             return held();
         }
 

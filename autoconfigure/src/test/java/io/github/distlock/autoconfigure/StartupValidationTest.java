@@ -76,6 +76,17 @@ class StartupValidationTest {
                 "waitTime must be 0 or at least 1 ms, was 999 MICROSECONDS");
     }
 
+    /** A time given both as a number and as a string leaves the reader guessing: refused. */
+    @Test
+    void durationStringMistakes() {
+        assertStartupFails(NumberAndString.class, NumberAndString.class.getName() + ".place()",
+                "waitTime = 2 and waitTimeString = \"5s\" are both set");
+        assertStartupFails(NotADuration.class, NotADuration.class.getName() + ".place()",
+                "leaseTimeString = \"ten seconds\" is not a duration");
+        assertStartupFails(SubMillisecondString.class, SubMillisecondString.class.getName() + ".place()",
+                "leaseTimeString = \"500us\" is below 1 ms");
+    }
+
     /** #2 of the correctness review: a key part whose text is an object identity is a new lock on every call. */
     @Test
     void keyPartsWhoseTextIsAnObjectIdentity() {
@@ -140,6 +151,24 @@ class StartupValidationTest {
     static class StaticMethod {
         @DistributedLock(key = "'order:' + #userId")
         public static void place(String userId) {
+        }
+    }
+
+    static class NumberAndString {
+        @DistributedLock(key = "'order:' + #userId", waitTime = 2, waitTimeString = "5s")
+        public void place(String userId) {
+        }
+    }
+
+    static class NotADuration {
+        @DistributedLock(key = "'order:' + #userId", leaseTimeString = "ten seconds")
+        public void place(String userId) {
+        }
+    }
+
+    static class SubMillisecondString {
+        @DistributedLock(key = "'order:' + #userId", leaseTimeString = "500us")
+        public void place(String userId) {
         }
     }
 
