@@ -1,0 +1,685 @@
+package io.github.distlock.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.spi.LockRequest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The contract every {@link LockProvider} keeps, as tests a provider's own test class inherits. Each test acts
+ * through the SPI only and asserts what a caller would see: who gets the lock, when, with which token.
+ *
+ * <pre>{@code
+ * class MyLockProviderContractTest extends LockProviderContractTest {
+ *     protected LockProvider createProvider() { return new MyLockProvider(dataSource); }
+ *     protected Duration watchdogTimeout() { return Duration.ofSeconds(1); }
+ *     // optional: let the suite simulate a dead holder and a lock taken away behind its holder's back
+ *     protected void acquireAndAbandon(LockRequest request) { ... }
+ *     protected void expireBehindItsBack(String key) { ... }
+ * }
+ * }</pre>
+ *
+ * <p>What it checks: mutual exclusion under contention ({@link LockFuzzer}: 16 threads, unsynchronized counters, no
+ * overlap, no lost update), one owner per request (a new owner of a held key waits; no re-entry at this level), release
+ * by the owner only, wait semantics (0 tries once, a positive wait ends when the holder releases or after about the
+ * wait), fixed leases that expire after their time and not before, watchdog locks kept past their renewal timeout
+ * while held, dead holders' locks freed within their lease or renewal timeout, losses reported while held, fencing
+ * tokens that grow per key, cancelled waiters that leave no lock behind, and every {@link LockType} the provider
+ * declares ({@code FAIR} order, {@code READ} sharing, {@code WRITE} exclusion, exclusion across types of one key) with
+ * a clear {@link IllegalArgumentException} for what it does not declare. Tests of things a provider does not declare,
+ * or that need a hook it does not implement, are skipped (JUnit assumptions), never passed silently.
+ *
+ * <p>Time bounds are generous (see {@link #slack()}) so that a loaded CI machine does not fail them; a lock that is
+ * wrong is wrong by far more. Keep {@link #watchdogTimeout()} and {@link #shortLease()} short: the suite waits for
+ * them.
+ *
+ * <p>Each test gets a new provider ({@link #createProvider()}), closed after it when it is {@link AutoCloseable}, and
+ * keys of its own ({@link #key(String)}), so leftovers of one test never disturb another.
+ */
+public abstract class LockProviderContractTest {
+
+    private LockProvider provider;
+    private String keyPrefix;
+    private final List<LockHandle> handles = new CopyOnWriteArrayList<>();
+
+    // ---------------------------------------------------------------- what a provider's test supplies
+
+    /** The provider under test, new for each test; closed after the test when it is {@link AutoCloseable}. */
+    protected abstract LockProvider createProvider();
+
+    /**
+     * How long a watchdog lock ({@link LockRequest#watchdog()}) outlives a holder that stopped renewing it: Redisson's
+     * {@code lockWatchdogTimeout}. Configure the provider with a short one (about a second): tests wait for it.
+     */
+    protected abstract Duration watchdogTimeout();
+
+    /**
+     * Acquires the lock {@code request} describes for a holder that then dies without releasing it, as a process
+     * killed with SIGKILL would: nothing renews the lock any more, nothing releases it. Typically: acquire through a
+     * second provider instance with its own connection, then shut that instance down without releasing.
+     *
+     * <p>The default skips the tests that need it.
+     *
+     * @throws AssertionError when the lock could not be acquired
+     */
+    protected void acquireAndAbandon(LockRequest request) {
+        assumeTrue(false, "the provider's test cannot simulate a dead holder (override acquireAndAbandon)");
+    }
+
+    /**
+     * Takes the lock of {@code key} away behind its holder's back, in the backend itself, as an operator deleting the
+     * key or a failover that lost it would. The default skips the tests that need it.
+     */
+    protected void expireBehindItsBack(String key) {
+        assumeTrue(false, "the provider's test cannot take a lock away (override expireBehindItsBack)");
+    }
+
+    /**
+     * Waits until {@code count} acquisitions of {@code type} are queued for {@code key} in the backend, so that the
+     * order in which waiters arrived is known ({@code FAIR}) and a cancellation happens while the backend has the
+     * waiter. The default cannot ask the backend: it waits until the latest waiter has been pending for a quarter of
+     * a second, which usually, not certainly, means it is queued; override it with a look at the backend's queue.
+     *
+     * @param latest the acquisition that came last
+     */
+    protected void awaitQueued(LockType type, String key, int count, CompletableFuture<LockHandle> latest) {
+        await().during(Duration.ofMillis(250)).atMost(slack()).until(() -> !latest.isDone());
+    }
+
+    /** The fixed lease of the expiry tests: short, so the suite does not wait long, but well above a round trip. */
+    protected Duration shortLease() {
+        return Duration.ofMillis(500);
+    }
+
+    /** Time allowed on top of any expected duration, for a loaded machine and a backend's own timers. */
+    protected Duration slack() {
+        return Duration.ofSeconds(5);
+    }
+
+    /** Locks each of the fuzz test's 16 threads takes. */
+    protected int fuzzIterationsPerThread() {
+        return 25;
+    }
+
+    // ---------------------------------------------------------------- set-up and helpers
+
+    @BeforeEach
+    void createProviderUnderTest(TestInfo test) {
+        keyPrefix = "contract:" + test.getTestMethod().map(method -> method.getName()).orElse("test") + ":"
+                + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36) + ":";
+        provider = createProvider();
+    }
+
+    @AfterEach
+    void releaseLeftoversAndClose() throws Exception {
+        for (LockHandle handle : handles) {
+            try {
+                // a test that failed half-way leaves its locks: don't let them outlive it in a shared backend
+                if (handle.stillHeld()) {
+                    handle.release();
+                }
+            }
+            catch (RuntimeException ignored) {
+                // the backend may be the reason the test failed
+            }
+        }
+        if (provider instanceof AutoCloseable closeable) {
+            closeable.close();
+        }
+    }
+
+    /** The provider of the running test. */
+    protected final LockProvider provider() {
+        return provider;
+    }
+
+    /** A key of the running test's own: no other test (or earlier run) uses it. */
+    protected final String key(String name) {
+        return keyPrefix + name;
+    }
+
+    /** A request of a new owner. */
+    protected static LockRequest request(String key, Duration wait, Duration lease, LockType type, boolean fenced) {
+        return new LockRequest(key, wait.toNanos(), lease.toNanos(), fenced, type, LockOwner.next());
+    }
+
+    /** Starts an acquisition; a lock it brings is released after the test if the test left it held. */
+    protected final CompletableFuture<LockHandle> acquireAsync(LockRequest request) {
+        CompletableFuture<LockHandle> future = provider.acquire(request);
+        future.whenComplete((handle, failure) -> {
+            if (handle != null) {
+                handles.add(handle);
+            }
+        });
+        return future;
+    }
+
+    /** Acquires and waits for the outcome: the handle, or {@code null} when not acquired. */
+    protected final LockHandle acquire(LockRequest request) {
+        CompletableFuture<LockHandle> future = acquireAsync(request);
+        try {
+            return future.get(Duration.ofNanos(request.waitNanos()).plus(slack()).toMillis(), TimeUnit.MILLISECONDS);
+        }
+        catch (ExecutionException ex) {
+            throw new AssertionError("acquiring " + request.key() + " failed", ex.getCause());
+        }
+        catch (TimeoutException ex) {
+            throw new AssertionError("acquiring " + request.key() + " did not answer within its wait ("
+                    + Duration.ofNanos(request.waitNanos()) + ") and " + slack(), ex);
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", ex);
+        }
+    }
+
+    /** A watchdog lock of {@code type} for a new owner, taken at once; fails the test when it is held. */
+    protected final LockHandle hold(String key, LockType type) {
+        LockHandle handle = acquire(request(key, Duration.ZERO, Duration.ZERO, type, false));
+        assertThat(handle).as("%s lock of %s, expected to be free", type, key).isNotNull();
+        return handle;
+    }
+
+    /** One try by a new owner, watchdog lease: the handle, or {@code null}. */
+    protected final LockHandle tryOnce(String key, LockType type) {
+        return acquire(request(key, Duration.ZERO, Duration.ZERO, type, false));
+    }
+
+    /** Whether a new owner gets a {@code type} lock of {@code key} at once; it gives the lock straight back. */
+    protected final boolean isFree(String key, LockType type) {
+        LockHandle handle = tryOnce(key, type);
+        if (handle == null) {
+            return false;
+        }
+        assertThat(handle.release()).as("release of a lock just taken").isTrue();
+        return true;
+    }
+
+    private static long millisSince(long nanoTime) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - nanoTime);
+    }
+
+    private Set<LockType> supportedTypes() {
+        Set<LockType> types = EnumSet.noneOf(LockType.class);
+        for (LockType type : LockType.values()) {
+            if (provider.supports(type, false)) {
+                types.add(type);
+            }
+        }
+        return types;
+    }
+
+    private void assumeSupported(LockType type, boolean fenced) {
+        assumeTrue(provider.supports(type, fenced), "the provider does not declare " + (fenced ? "fenced " : "") + type);
+    }
+
+    // ---------------------------------------------------------------- mutual exclusion
+
+    /** Mutual exclusion under contention, per exclusive type: {@link LockFuzzer} with 16 threads on two keys. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void sixteenThreadsNeverOverlapNorLoseAnUpdate(LockType type) throws InterruptedException {
+        assumeSupported(type, false);
+        LockFuzzer.Result result = LockFuzzer.of(provider).threads(16).iterationsPerThread(fuzzIterationsPerThread())
+                .keys(key("a"), key("b")).types(type).run();
+        assertThat(result.overlaps()).as("holders inside a critical section at once: %s", result).isZero();
+        assertThat(result.lostUpdates()).as("increments lost: %s", result).isZero();
+        assertThat(result.failedReleases()).as("releases refused though nothing took the lock away: %s", result).isZero();
+        assertThat(result.tokenRegressions()).as("fenced holders whose token did not grow: %s", result).isZero();
+        assertThat(result.acquisitions()).isEqualTo(result.expected());
+    }
+
+    /** A second owner is refused while the first holds, and gets the key once it is released. */
+    @Test
+    protected void aSecondOwnerIsRefusedWhileTheFirstHolds() {
+        LockHandle first = hold(key("k"), LockType.REENTRANT);
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("second owner while the first holds").isNull();
+        assertThat(first.release()).isTrue();
+        assertThat(isFree(key("k"), LockType.REENTRANT)).as("free after the release").isTrue();
+    }
+
+    /** No re-entry at the SPI level: a new owner of a held key waits, even on the holder's thread. */
+    @Test
+    protected void aNewOwnerOfAHeldKeyWaitsInsteadOfReentering() {
+        LockHandle first = hold(key("k"), LockType.REENTRANT);
+        Duration wait = Duration.ofMillis(300);
+        long start = System.nanoTime();
+        // same key, same thread, new owner: re-entry is the template's business, never the backend's
+        assertThat(acquire(request(key("k"), wait, Duration.ZERO, LockType.REENTRANT, false)))
+                .as("a new owner on the holder's own thread").isNull();
+        assertThat(millisSince(start)).as("it waited, instead of re-entering or giving up at once")
+                .isGreaterThanOrEqualTo(wait.toMillis() * 9 / 10);
+        assertThat(first.release()).isTrue();
+    }
+
+    /** Locks of different keys neither exclude nor release each other. */
+    @Test
+    protected void differentKeysAreIndependent() {
+        LockHandle a = hold(key("a"), LockType.REENTRANT);
+        LockHandle b = hold(key("b"), LockType.REENTRANT);
+        assertThat(a.release()).isTrue();
+        assertThat(tryOnce(key("b"), LockType.REENTRANT)).as("b is still held after a's release").isNull();
+        assertThat(b.release()).isTrue();
+    }
+
+    /** Release frees the key at once, round after round. */
+    @Test
+    protected void aReleasedLockCanBeTakenAtOnceAgainAndAgain() {
+        for (int i = 0; i < 10; i++) {
+            LockHandle handle = hold(key("k"), LockType.REENTRANT);
+            assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("round %d: second owner", i).isNull();
+            assertThat(handle.release()).as("round %d: release", i).isTrue();
+        }
+    }
+
+    // ---------------------------------------------------------------- release by the owner only
+
+    /** Release by the owner only: a holder whose lease ran out releases nothing, and says so. */
+    @Test
+    protected void releasingALockThatRanOutReturnsFalseAndLeavesTheNextHolderAlone() {
+        LockHandle expired = acquire(request(key("k"), Duration.ZERO, shortLease(), LockType.REENTRANT, false));
+        assertThat(expired).isNotNull();
+        LockHandle next = acquire(request(key("k"), shortLease().plus(slack()), Duration.ZERO, LockType.REENTRANT, false));
+        assertThat(next).as("the next owner, after the first one's lease ran out").isNotNull();
+        assertThat(expired.stillHeld()).as("the first holder still holds").isFalse();
+        assertThat(expired.release()).as("release of a lock that ran out").isFalse();
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("the next holder's lock after the stale release").isNull();
+        assertThat(next.stillHeld()).isTrue();
+        assertThat(next.release()).isTrue();
+    }
+
+    // ---------------------------------------------------------------- waiting
+
+    /** A wait of 0 is one try. */
+    @Test
+    protected void waitZeroTriesOnceAndAnswersPromptly() {
+        LockHandle holder = hold(key("k"), LockType.REENTRANT);
+        long start = System.nanoTime();
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).isNull();
+        assertThat(millisSince(start)).as("one try").isLessThan(slack().toMillis());
+        assertThat(holder.release()).isTrue();
+    }
+
+    /** A positive wait ends when the holder releases, not when the wait runs out. */
+    @Test
+    protected void aWaiterGetsTheLockWhenTheHolderReleases() throws Exception {
+        LockHandle holder = hold(key("k"), LockType.REENTRANT);
+        Duration wait = Duration.ofSeconds(20);
+        CompletableFuture<LockHandle> waiter = acquireAsync(request(key("k"), wait, Duration.ZERO, LockType.REENTRANT, false));
+        await().during(Duration.ofMillis(300)).atMost(slack()).until(() -> !waiter.isDone());
+        long released = System.nanoTime();
+        assertThat(holder.release()).isTrue();
+        LockHandle handle = waiter.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(handle).as("the waiter, after the release").isNotNull();
+        assertThat(millisSince(released)).as("woken by the release, not by the end of its wait")
+                .isLessThan(slack().toMillis());
+        assertThat(handle.release()).isTrue();
+    }
+
+    /** A positive wait gives up after about its wait while the holder keeps the lock. */
+    @Test
+    protected void aWaiterGivesUpAfterAboutItsWait() {
+        LockHandle holder = hold(key("k"), LockType.REENTRANT);
+        Duration wait = Duration.ofMillis(700);
+        long start = System.nanoTime();
+        assertThat(acquire(request(key("k"), wait, Duration.ZERO, LockType.REENTRANT, false))).isNull();
+        long took = millisSince(start);
+        assertThat(took).as("gave up after about its wait").isGreaterThanOrEqualTo(wait.toMillis() * 9 / 10)
+                .isLessThan(wait.plus(slack()).toMillis());
+        assertThat(holder.stillHeld()).isTrue();
+        assertThat(holder.release()).isTrue();
+    }
+
+    // ---------------------------------------------------------------- leases
+
+    /** A fixed lease expires after its time, not before, whether or not its holder still runs. */
+    @Test
+    protected void aFixedLeaseExpiresAfterItsTimeNotBefore() {
+        Duration lease = shortLease();
+        long start = System.nanoTime();
+        LockHandle holder = acquire(request(key("k"), Duration.ZERO, lease, LockType.REENTRANT, false));
+        assertThat(holder).isNotNull();
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("a try right after the acquisition").isNull();
+        LockHandle next = acquire(request(key("k"), lease.plus(slack()), Duration.ZERO, LockType.REENTRANT, false));
+        long took = millisSince(start);
+        assertThat(next).as("a waiter, once the lease has run out (the holder never released)").isNotNull();
+        // the lease began after 'start', so it cannot have ended before start + lease (2 ms: millisecond clocks)
+        assertThat(took).as("freed after the lease").isGreaterThanOrEqualTo(lease.toMillis() - 2)
+                .isLessThan(lease.plus(slack()).toMillis());
+        assertThat(next.release()).isTrue();
+    }
+
+    /** A watchdog lock stays taken well past its renewal timeout while its holder lives. */
+    @Test
+    protected void aWatchdogLockOutlivesItsRenewalTimeoutWhileHeld() {
+        LockHandle holder = hold(key("k"), LockType.REENTRANT);
+        Duration held = watchdogTimeout().multipliedBy(5).dividedBy(2);
+        // every poll is another owner's try: the lock must stay taken for the whole time, not just at the end
+        await().during(held).atMost(held.plus(slack())).pollInterval(watchdogTimeout().dividedBy(4))
+                .until(() -> tryOnce(key("k"), LockType.REENTRANT) == null);
+        assertThat(holder.stillHeld()).isTrue();
+        assertThat(holder.lostWhileHeld()).isFalse();
+        assertThat(holder.release()).as("released by its holder after %s", held).isTrue();
+    }
+
+    /** A dead holder's watchdog lock is freed within the watchdog timeout ({@link #acquireAndAbandon}). */
+    @Test
+    protected void anAbandonedWatchdogLockIsFreedWithinTheWatchdogTimeout() {
+        acquireAndAbandon(request(key("k"), Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false));
+        long abandoned = System.nanoTime();
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("the dead holder's lock, right after its death").isNull();
+        Duration timeout = watchdogTimeout();
+        LockHandle next = acquire(request(key("k"), timeout.plus(slack()), Duration.ZERO, LockType.REENTRANT, false));
+        assertThat(next).as("a waiter, within the watchdog timeout of the holder's death").isNotNull();
+        assertThat(millisSince(abandoned)).isLessThan(timeout.plus(slack()).toMillis());
+        assertThat(next.release()).isTrue();
+    }
+
+    /** A dead holder's fixed lease is freed after the lease, not before ({@link #acquireAndAbandon}). */
+    @Test
+    protected void anAbandonedFixedLeaseIsFreedAfterItsLeaseNotBefore() {
+        // longer than the other tests' lease: the hook may take a while (a new connection) before it returns
+        Duration lease = shortLease().multipliedBy(3);
+        long start = System.nanoTime();
+        acquireAndAbandon(request(key("k"), Duration.ZERO, lease, LockType.REENTRANT, false));
+        boolean earlyTry = millisSince(start) < lease.toMillis() / 2;
+        if (earlyTry) {
+            assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("the dead holder's lock, within its lease").isNull();
+        }
+        LockHandle next = acquire(request(key("k"), lease.plus(slack()), Duration.ZERO, LockType.REENTRANT, false));
+        assertThat(next).as("a waiter, once the dead holder's lease ran out").isNotNull();
+        assertThat(millisSince(start)).isGreaterThanOrEqualTo(lease.toMillis() - 2)
+                .isLessThan(lease.plus(slack()).multipliedBy(2).toMillis());
+        assertThat(next.release()).isTrue();
+    }
+
+    /** A lock taken away behind its holder's back is reported lost while held ({@link #expireBehindItsBack}); the stale holder's release touches nothing. */
+    @Test
+    protected void aLockTakenAwayBehindItsBackIsReportedLostWhileHeld() throws Exception {
+        LockHandle holder = hold(key("k"), LockType.REENTRANT);
+        CompletableFuture<String> lost = new CompletableFuture<>();
+        holder.whenLost(lost::complete);
+        expireBehindItsBack(key("k"));
+        String reason = lost.get(watchdogTimeout().multipliedBy(2).plus(slack()).toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(reason).as("the reason given").isNotBlank();
+        assertThat(holder.lostWhileHeld()).isTrue();
+        assertThat(holder.stillHeld()).isFalse();
+        LockHandle next = hold(key("k"), LockType.REENTRANT);
+        assertThat(holder.release()).as("release by the holder that lost it").isFalse();
+        assertThat(tryOnce(key("k"), LockType.REENTRANT)).as("the next holder's lock after the stale release").isNull();
+        assertThat(next.release()).isTrue();
+    }
+
+    // ---------------------------------------------------------------- fencing
+
+    /** Fencing tokens grow per key across holders, expired ones included; unfenced locks carry none. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(LockType.class)
+    protected void fencingTokensGrowPerKeyAcrossHolders(LockType type) {
+        assumeSupported(type, true);
+        String key = key("k");
+        List<Long> tokens = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            LockHandle fenced = acquire(request(key, Duration.ZERO, Duration.ZERO, type, true));
+            assertThat(fenced).isNotNull();
+            tokens.add(fenced.fencingToken());
+            assertThat(fenced.release()).isTrue();
+            // an unfenced holder in between has no token, and does not disturb the sequence
+            LockHandle unfenced = acquire(request(key, Duration.ZERO, Duration.ZERO, type, false));
+            assertThat(unfenced.fencingToken()).as("token of an unfenced lock").isEqualTo(-1);
+            assertThat(unfenced.release()).isTrue();
+        }
+        // a holder whose fixed lease ran out, then the next one: still a higher token
+        LockHandle expiring = acquire(request(key, Duration.ZERO, shortLease(), type, true));
+        tokens.add(expiring.fencingToken());
+        LockHandle next = acquire(request(key, shortLease().plus(slack()), Duration.ZERO, type, true));
+        assertThat(next).isNotNull();
+        tokens.add(next.fencingToken());
+        assertThat(next.release()).isTrue();
+        assertThat(tokens).as("tokens of successive holders of %s", key).allMatch(token -> token >= 0)
+                .isSorted().doesNotHaveDuplicates();
+    }
+
+    /** {@link LockHandle#newFencingToken()} issues higher tokens while held, and none after release. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(LockType.class)
+    protected void aTokenIssuedForAHeldUnfencedLockIsHigherAndNoneAfterItIsGone(LockType type) {
+        assumeSupported(type, true);
+        LockHandle first = acquire(request(key("k"), Duration.ZERO, Duration.ZERO, type, true));
+        long before = first.fencingToken();
+        assertThat(first.release()).isTrue();
+        LockHandle holder = hold(key("k"), type);
+        long issued = holder.newFencingToken();
+        assertThat(issued).as("token issued while held").isGreaterThan(before);
+        assertThat(holder.fencingToken()).as("fencingToken() after newFencingToken()").isEqualTo(issued);
+        assertThat(holder.newFencingToken()).as("a second one").isGreaterThan(issued);
+        assertThat(holder.release()).isTrue();
+        assertThat(holder.newFencingToken()).as("token for a lock no longer held").isEqualTo(-1);
+    }
+
+    // ---------------------------------------------------------------- cancelled waiters
+
+    /** Waiters whose future is cancelled leave no lock behind, and do not keep the lock from live waiters. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void cancelledWaitersLeaveNoLockBehind(LockType type) throws Exception {
+        assumeSupported(type, false);
+        String key = key("k");
+        LockHandle holder = hold(key, type);
+        Duration wait = Duration.ofSeconds(2);
+        long start = System.nanoTime();
+        List<CompletableFuture<LockHandle>> cancelled = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            CompletableFuture<LockHandle> waiter = acquireAsync(request(key, wait, Duration.ZERO, type, false));
+            awaitQueued(type, key, i + 1, waiter);
+            cancelled.add(waiter);
+        }
+        CompletableFuture<LockHandle> live = acquireAsync(request(key, wait.plus(slack()), Duration.ZERO, type, false));
+        awaitQueued(type, key, 4, live);
+        cancelled.forEach(waiter -> assertThat(waiter.cancel(true)).as("cancel of a waiting acquisition").isTrue());
+        assertThat(holder.release()).isTrue();
+        LockHandle handle = live.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(handle).as("the waiter that was not cancelled").isNotNull();
+        assertThat(handle.release()).isTrue();
+        // a cancelled waiter may still win the lock for a moment, but must give it back by itself
+        await().atMost(slack()).until(() -> isFree(key, type));
+        long waitOver = start + wait.toNanos();
+        await().atMost(wait.plus(slack())).until(() -> System.nanoTime() - waitOver > 0 && isFree(key, type));
+    }
+
+    // ---------------------------------------------------------------- lock types
+
+    /** Each declared type excludes (or, READ, shares with) a second holder of its own type. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(LockType.class)
+    protected void eachDeclaredTypeLocksAsItsNameSays(LockType type) {
+        assumeSupported(type, false);
+        LockHandle first = hold(key("k"), type);
+        LockHandle second = tryOnce(key("k"), type);
+        if (type.exclusive()) {
+            assertThat(second).as("a second %s holder", type).isNull();
+        }
+        else {
+            assertThat(second).as("a second %s holder (shared)", type).isNotNull();
+            assertThat(second.release()).isTrue();
+        }
+        assertThat(first.release()).isTrue();
+        assertThat(isFree(key("k"), type)).isTrue();
+    }
+
+    /** Locks of one key exclude each other across types unless both are READ, as {@link LockType} promises. */
+    @Test
+    protected void locksOfOneKeyExcludeEachOtherAcrossTypes() {
+        Set<LockType> types = supportedTypes();
+        assumeTrue(types.size() > 1, "the provider declares one lock type");
+        List<String> overlaps = new ArrayList<>();
+        for (LockType held : types) {
+            for (LockType asked : types) {
+                if (held == asked || (!held.exclusive() && !asked.exclusive())) {
+                    continue;
+                }
+                String key = key(held + "-" + asked);
+                LockHandle holder = hold(key, held);
+                LockHandle other = tryOnce(key, asked);
+                if (other != null) {
+                    overlaps.add(asked + " taken while " + held + " held");
+                    if (!other.release()) {
+                        overlaps.add(asked + " could not be released while " + held + " held");
+                    }
+                }
+                if (!holder.release()) {
+                    overlaps.add(held + " was no longer its holder's after " + asked + " came and went");
+                }
+            }
+        }
+        assertThat(overlaps).as("locks of one key, different types (LockType: they exclude each other unless both READ)")
+                .isEmpty();
+    }
+
+    /** FAIR waiters get the lock in the order they arrived. */
+    @Test
+    protected void fairWaitersAreServedInArrivalOrder() throws Exception {
+        assumeSupported(LockType.FAIR, false);
+        String key = key("k");
+        LockHandle holder = hold(key, LockType.FAIR);
+        List<Integer> order = new CopyOnWriteArrayList<>();
+        List<CompletableFuture<Void>> served = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            int arrival = i;
+            CompletableFuture<LockHandle> waiter = acquireAsync(request(key, Duration.ofSeconds(30), Duration.ZERO,
+                    LockType.FAIR, false));
+            // the next one can only get the lock after this one released it: the order recorded is the order served
+            served.add(waiter.thenCompose(handle -> {
+                order.add(arrival);
+                return handle.releaseAsync();
+            }).thenAccept(released -> assertThat(released).isTrue()));
+            awaitQueued(LockType.FAIR, key, i + 1, waiter);
+        }
+        assertThat(holder.release()).isTrue();
+        CompletableFuture.allOf(served.toArray(CompletableFuture[]::new)).get(slack().multipliedBy(2).toMillis(),
+                TimeUnit.MILLISECONDS);
+        assertThat(order).containsExactly(0, 1, 2, 3, 4);
+    }
+
+    /** A FAIR newcomer does not overtake a queued waiter. */
+    @Test
+    protected void fairNewcomersDoNotOvertakeQueuedWaiters() throws Exception {
+        assumeSupported(LockType.FAIR, false);
+        String key = key("k");
+        LockHandle holder = hold(key, LockType.FAIR);
+        CompletableFuture<LockHandle> queued = acquireAsync(request(key, Duration.ofSeconds(30), Duration.ZERO,
+                LockType.FAIR, false));
+        awaitQueued(LockType.FAIR, key, 1, queued);
+        assertThat(holder.release()).isTrue();
+        LockHandle first = queued.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(first).as("the queued waiter, after the release").isNotNull();
+        assertThat(tryOnce(key, LockType.FAIR)).as("a newcomer while the queued waiter holds").isNull();
+        assertThat(first.release()).isTrue();
+    }
+
+    /** FAIR waiters whose wait ran out leave the queue: they never keep the key from the next caller. */
+    @Test
+    protected void fairWaitersThatGaveUpLeaveTheQueue() {
+        assumeSupported(LockType.FAIR, false);
+        String key = key("k");
+        LockHandle holder = hold(key, LockType.FAIR);
+        for (int i = 0; i < 10; i++) {
+            // waits of a few milliseconds: what a caller with a short waitTime sends under contention
+            assertThat(acquire(request(key, Duration.ofMillis(1 + i % 5), Duration.ZERO, LockType.FAIR, false)))
+                    .as("a short FAIR wait while the key is held").isNull();
+        }
+        assertThat(holder.release()).isTrue();
+        // every waiter has given up, so nobody is ahead of the next caller
+        await().atMost(slack()).until(() -> isFree(key, LockType.FAIR));
+    }
+
+    /** READ locks share; a WRITE lock waits for every reader and then excludes readers and writers. */
+    @Test
+    protected void readersShareWritersExcludeAndAWaitingWriterGetsIn() throws Exception {
+        assumeSupported(LockType.READ, false);
+        assumeSupported(LockType.WRITE, false);
+        String key = key("k");
+        LockHandle reader1 = hold(key, LockType.READ);
+        LockHandle reader2 = tryOnce(key, LockType.READ);
+        assertThat(reader2).as("a second reader").isNotNull();
+        assertThat(tryOnce(key, LockType.WRITE)).as("a writer while two read").isNull();
+        CompletableFuture<LockHandle> writer = acquireAsync(request(key, Duration.ofSeconds(30), Duration.ZERO,
+                LockType.WRITE, false));
+        assertThat(reader1.release()).isTrue();
+        await().during(Duration.ofMillis(300)).atMost(slack()).until(() -> !writer.isDone());
+        assertThat(reader2.release()).isTrue();
+        LockHandle writing = writer.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(writing).as("the writer, once both readers left").isNotNull();
+        assertThat(tryOnce(key, LockType.READ)).as("a reader while the writer writes").isNull();
+        assertThat(tryOnce(key, LockType.WRITE)).as("a second writer").isNull();
+        assertThat(writing.release()).isTrue();
+        assertThat(isFree(key, LockType.READ)).isTrue();
+    }
+
+    /** A type (or fencing) the provider does not declare is refused with an IllegalArgumentException naming it. */
+    @Test
+    protected void undeclaredTypesAreRefusedWithAClearError() {
+        List<String> refusals = new ArrayList<>();
+        for (LockType type : LockType.values()) {
+            for (boolean fenced : new boolean[] {false, true}) {
+                if (provider.supports(type, fenced)) {
+                    continue;
+                }
+                String what = (fenced ? "fenced " : "") + type;
+                Throwable refusal = refusal(request(key(what.replace(' ', '-')), Duration.ZERO, Duration.ZERO, type, fenced));
+                assertThat(refusal).as("acquiring an undeclared %s lock", what).isInstanceOf(IllegalArgumentException.class);
+                assertThat(refusal.getMessage()).as("the refusal of %s names the type", what).contains(type.name());
+                refusals.add(what);
+            }
+        }
+        assumeTrue(!refusals.isEmpty(), "the provider declares every type, fenced or not");
+    }
+
+    /** What acquiring {@code request} threw or failed its future with; fails the test when it acquired. */
+    private Throwable refusal(LockRequest request) {
+        CompletableFuture<LockHandle> future;
+        try {
+            future = acquireAsync(request);
+        }
+        catch (RuntimeException ex) {
+            return ex;
+        }
+        try {
+            LockHandle handle = future.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+            fail("an undeclared " + request.type() + (request.fenced() ? " (fenced)" : "") + " lock was "
+                    + ((handle != null) ? "acquired" : "answered as merely not acquired"));
+            return null;
+        }
+        catch (ExecutionException ex) {
+            return (ex.getCause() instanceof CompletionException wrapped) ? wrapped.getCause() : ex.getCause();
+        }
+        catch (InterruptedException | TimeoutException ex) {
+            throw new AssertionError(ex);
+        }
+    }
+}

@@ -1,0 +1,35 @@
+package io.github.distlock.test;
+
+import io.github.distlock.redisson.RedissonLockProvider;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.testsupport.RedisServerExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.api.RedissonClient;
+
+/** The template's multi-key locks, re-entry and give-backs work on the Redisson provider and a real redis-server. */
+class RedissonLockTemplateContractTest extends LockTemplateContractTest {
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private static RedissonClient client;
+
+    @BeforeAll
+    static void connect() {
+        client = RedissonLockProviderContractTest.newClient(redis.uri());
+    }
+
+    @AfterAll
+    static void disconnect() {
+        if (client != null) {
+            client.shutdown();
+        }
+    }
+
+    @Override
+    protected LockProvider createProvider() {
+        return new RedissonLockProvider(client);
+    }
+}
