@@ -1,0 +1,4 @@
+package com.example.smoke;
+
+public record OrderRequest(String item) {
+}
