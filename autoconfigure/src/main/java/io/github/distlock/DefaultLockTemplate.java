@@ -464,16 +464,8 @@ public class DefaultLockTemplate implements LockTemplate {
     private CompletableFuture<Void> releasePartial(Taken taken, int count) {
         CompletableFuture<?>[] releases = new CompletableFuture<?>[count];
         for (int i = 0; i < count; i++) {
-            LockHandle handle = taken.handles()[i];
             String key = taken.keys()[i];
-            CompletableFuture<Boolean> release;
-            try {
-                release = handle.releaseAsync();
-            }
-            catch (RuntimeException ex) {
-                release = CompletableFuture.failedFuture(ex);
-            }
-            releases[i] = release.handle((released, failure) -> {
+            releases[i] = releaseOf(taken.handles()[i]).handle((released, failure) -> {
                 if (failure != null) {
                     logger.warn("Could not release lock '" + key + "' after another key of the same call could not be "
                             + "taken; the backend keeps trying, and it expires by itself within its lease: " + failure);
@@ -600,14 +592,7 @@ public class DefaultLockTemplate implements LockTemplate {
             for (int i = keys.length - 1; i >= 0; i--) {
                 String key = keys[i];
                 LockHandle handle = handles[i];
-                CompletableFuture<Boolean> release;
-                try {
-                    release = handle.releaseAsync();
-                }
-                catch (RuntimeException ex) {
-                    release = CompletableFuture.failedFuture(ex);
-                }
-                releases[i] = release.handle((released, failure) -> {
+                releases[i] = releaseOf(handle).handle((released, failure) -> {
                     template.released(key, handle, acquiredAt, (failure != null) ? unwrap(failure) : released);
                     return null;
                 });
@@ -622,6 +607,16 @@ public class DefaultLockTemplate implements LockTemplate {
             catch (RuntimeException ex) {
                 return ex;
             }
+        }
+    }
+
+    /** The handle's release, with a provider that throws instead of failing the future treated alike. */
+    private static CompletableFuture<Boolean> releaseOf(LockHandle handle) {
+        try {
+            return handle.releaseAsync();
+        }
+        catch (RuntimeException ex) {
+            return CompletableFuture.failedFuture(ex);
         }
     }
 

@@ -19,7 +19,6 @@ import org.redisson.RedissonObject;
 import org.redisson.api.RLock;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.RedisConnectionException;
 import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.LongCodec;
 
@@ -84,6 +83,12 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         this.clientId = redisson.getId();
         this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
         this.monitor = new LeaseMonitor(watchdogMillis);
+        org.redisson.config.Config config = redisson.getConfig();
+        if (!config.isCheckLockSyncedSlaves() && (config.isClusterConfig() || config.isSentinelConfig())) {
+            logger.warn("Redisson's checkLockSyncedSlaves is off on a replicated Redis: a lock whose write no replica "
+                    + "confirmed is granted anyway, and a failover can lose it or bring back one already released "
+                    + "(docs/deployment.md). Leave it on unless you measured why not.");
+        }
         this.giveBacks = Executors.newSingleThreadScheduledExecutor(task -> {
             Thread thread = new Thread(task, "distlock-give-back");
             thread.setDaemon(true);
@@ -139,12 +144,11 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             Throwable failure, CompletableFuture<LockHandle> result) {
             if (failure != null) {
                 Throwable cause = unwrap(failure);
-                if (!(cause instanceof RedisConnectionException)) {
-                    // The script may still run after the client gave up on its reply (a stalled server, a lost
-                    // packet): a lock nobody would release. Only this owner can hold it, so giving it back can free
-                    // nothing else. A connection that could not be made sent nothing: nothing to give back.
-                    giveBack(lock, owner, leaseMillis);
-                }
+                // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
+                // a lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
+                // Always, even for a connection failure: Redisson reports the last attempt's error, and an earlier
+                // attempt may have sent the script (seen on a cluster failover).
+                giveBack(lock, owner, leaseMillis);
                 if (isSubscriptionTimeout(cause)) {
                     // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
                     // this is contention, not a backend failure

@@ -2,7 +2,6 @@ package io.github.distlock.defects;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -17,6 +16,7 @@ import io.github.distlock.LockEvent;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.it.HeldElsewhere;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RecordingLockListener;
 import io.github.distlock.it.RedisIntegrationTest;
@@ -51,12 +51,12 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
     @Autowired
     Misbehaving misbehaving;
 
-    private final List<CountDownLatch> holders = new CopyOnWriteArrayList<>();
+    private final List<HeldElsewhere> holders = new CopyOnWriteArrayList<>();
 
     @AfterEach
     void releaseHolders() {
         misbehaving.reset();
-        holders.forEach(CountDownLatch::countDown);
+        holders.forEach(HeldElsewhere::releaseLater);
         await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("lock:*").isEmpty());
         recorder.events.clear();
     }
@@ -177,15 +177,8 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
     }
 
     /** Holds {@code key} on a thread of its own until the test ends. */
-    private void hold(String key) throws InterruptedException {
-        CountDownLatch acquired = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        holders.add(release);
-        CompletableFuture.runAsync(() -> locks.run(key, () -> {
-            acquired.countDown();
-            awaitQuietly(release);
-        }));
-        assertThat(acquired.await(5, TimeUnit.SECONDS)).as("holder of " + key).isTrue();
+    private void hold(String key) {
+        holders.add(HeldElsewhere.hold(locks, key));
     }
 
     public static class Outer {
@@ -291,12 +284,4 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         }
     }
 
-    private static void awaitQuietly(CountDownLatch latch) {
-        try {
-            latch.await(30, TimeUnit.SECONDS);
-        }
-        catch (InterruptedException ex) {
-            Thread.currentThread().interrupt();
-        }
-    }
 }

@@ -4,9 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -14,6 +11,7 @@ import io.github.distlock.DistributedLock;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.it.HeldElsewhere;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RecordingLockListener;
 import io.github.distlock.it.RedisIntegrationTest;
@@ -44,11 +42,11 @@ class ReviewFindingsTest extends RedisIntegrationTest {
     @Autowired
     RecordingLockListener recorder;
 
-    private final CountDownLatch releaseOther = new CountDownLatch(1);
+    private final List<HeldElsewhere> holders = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @AfterEach
     void cleanUp() {
-        releaseOther.countDown();
+        holders.forEach(HeldElsewhere::releaseLater);
         await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("lock:*").isEmpty());
         recorder.events.clear();
     }
@@ -119,22 +117,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
     }
 
     private void holdElsewhere(String key) {
-        CountDownLatch held = new CountDownLatch(1);
-        CompletableFuture.runAsync(() -> locks.run(key, () -> {
-            held.countDown();
-            try {
-                releaseOther.await(30, TimeUnit.SECONDS);
-            }
-            catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-        }));
-        try {
-            assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
-        }
-        catch (InterruptedException ex) {
-            throw new IllegalStateException(ex);
-        }
+        holders.add(HeldElsewhere.hold(locks, key));
     }
 
     /** A record whose own toString() prints its array component by identity. */

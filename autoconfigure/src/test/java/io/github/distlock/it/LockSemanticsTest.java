@@ -44,8 +44,8 @@ class LockSemanticsTest extends RedisIntegrationTest {
     @Autowired
     RecordingLockListener listener;
 
-    /** Holds a lock in another thread until {@link Holder#release()}. */
-    Holder holder;
+    /** Holds a lock in another thread until released. */
+    HeldElsewhere holder;
 
     @AfterEach
     void releaseHolder() throws Exception {
@@ -66,7 +66,7 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
     @Test
     void differentKeysDoNotBlockEachOther() throws Exception {
-        holder = Holder.hold(lockTemplate, "item:1");
+        holder = HeldElsewhere.hold(lockTemplate, "item:1");
 
         // waitTime = 0: would fail at once if key 2 were blocked by key 1
         assertThat(service.inspect("2", () -> redisCommands.exists("lock:item:1", "lock:item:2"))).isEqualTo(2L);
@@ -119,7 +119,7 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
     @Test
     void zeroWaitFailsAtOnceWhileAnotherThreadHoldsTheKey() throws Exception {
-        holder = Holder.hold(lockTemplate, "item:busy");
+        holder = HeldElsewhere.hold(lockTemplate, "item:busy");
         int callsBefore = service.calls();
         long start = System.nanoTime();
 
@@ -135,7 +135,7 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
     @Test
     void positiveWaitSucceedsWhenTheHolderReleasesWithinIt() throws Exception {
-        holder = Holder.hold(lockTemplate, "item:wait");
+        holder = HeldElsewhere.hold(lockTemplate, "item:wait");
         CompletableFuture<String> waiter = CompletableFuture.supplyAsync(() -> service.waitUpTo2s("wait"));
         // the waiter is blocked: it has not run and the lock is still the holder's
         await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(1)).until(() -> !waiter.isDone());
@@ -147,7 +147,7 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
     @Test
     void positiveWaitFailsAfterAboutThatLongWhenTheHolderKeepsTheLock() throws Exception {
-        holder = Holder.hold(lockTemplate, "item:wait");
+        holder = HeldElsewhere.hold(lockTemplate, "item:wait");
         long start = System.nanoTime();
 
         assertThatThrownBy(() -> service.waitUpTo2s("wait"))
@@ -169,14 +169,14 @@ class LockSemanticsTest extends RedisIntegrationTest {
 
     @Test
     void sameKeyFromAnotherThreadIsBlockedEvenWhileReentered() throws Exception {
-        holder = Holder.hold(lockTemplate, "nested:other");
+        holder = HeldElsewhere.hold(lockTemplate, "nested:other");
 
         assertThatThrownBy(() -> outer.callInner("other")).isInstanceOf(LockAcquisitionException.class);
     }
 
     @Test
     void templateTryExecuteReportsNotAcquiredWithoutRunning() throws Exception {
-        holder = Holder.hold(lockTemplate, "job");
+        holder = HeldElsewhere.hold(lockTemplate, "job");
         LockResult<String> result = lockTemplate.tryExecute("job", LockOptions.DEFAULTS, () -> "ran");
 
         assertThat(result.acquired()).isFalse();
@@ -265,44 +265,6 @@ class LockSemanticsTest extends RedisIntegrationTest {
         @DistributedLock(key = "'nested:' + #id", waitTime = 0)
         public String holdCount(String id) {
             return redisCommands.hvals("lock:nested:" + id).get(0);
-        }
-    }
-
-    /** A lock held by a thread of its own, as another caller would. */
-    static final class Holder implements AutoCloseable {
-
-        private final CountDownLatch release = new CountDownLatch(1);
-        private final CompletableFuture<Void> done;
-
-        private Holder(LockTemplate template, String key, CountDownLatch acquired) {
-            done = CompletableFuture.runAsync(() -> template.run(key, () -> {
-                acquired.countDown();
-                try {
-                    if (!release.await(30, TimeUnit.SECONDS)) {
-                        throw new IllegalStateException("holder was never released");
-                    }
-                }
-                catch (InterruptedException ex) {
-                    Thread.currentThread().interrupt();
-                }
-            }));
-        }
-
-        static Holder hold(LockTemplate template, String key) throws InterruptedException {
-            CountDownLatch acquired = new CountDownLatch(1);
-            Holder holder = new Holder(template, key, acquired);
-            assertThat(acquired.await(10, TimeUnit.SECONDS)).as("holder acquired " + key).isTrue();
-            return holder;
-        }
-
-        void release() throws Exception {
-            release.countDown();
-            done.get(10, TimeUnit.SECONDS);
-        }
-
-        @Override
-        public void close() throws Exception {
-            release();
         }
     }
 

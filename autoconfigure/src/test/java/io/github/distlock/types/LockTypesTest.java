@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
@@ -17,6 +16,7 @@ import io.github.distlock.LockContext;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.LockType;
+import io.github.distlock.it.HeldElsewhere;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
@@ -48,17 +48,17 @@ class LockTypesTest extends RedisIntegrationTest {
     @Autowired
     Documents documents;
 
-    private final List<CountDownLatch> releases = new CopyOnWriteArrayList<>();
+    private final List<HeldElsewhere> holders = new CopyOnWriteArrayList<>();
 
     @AfterEach
     void releaseAll() {
-        releases.forEach(CountDownLatch::countDown);
+        holders.forEach(HeldElsewhere::releaseLater);
         await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("lock:*").isEmpty());
     }
 
     @Test
     void fairWaitersGetTheLockInTheOrderTheyQueued() throws Exception {
-        CountDownLatch release = hold("fair", FAIR);
+        HeldElsewhere release = hold("fair", FAIR);
         List<Integer> order = new CopyOnWriteArrayList<>();
         List<CompletableFuture<Void>> waiters = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(8);
@@ -70,7 +70,7 @@ class LockTypesTest extends RedisIntegrationTest {
                 long queued = i + 1;
                 await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.llen("redisson_lock_queue:{lock:fair}") == queued);
             }
-            release.countDown();
+            release.releaseLater();
             CompletableFuture.allOf(waiters.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
         }
         finally {
@@ -82,18 +82,18 @@ class LockTypesTest extends RedisIntegrationTest {
     @Test
     void readersShareAWriterExcludesEveryoneAndAWaitingWriterGetsIn() throws Exception {
         // two readers at once
-        CountDownLatch firstReader = hold("doc", READ);
+        HeldElsewhere firstReader = hold("doc", READ);
         assertThat(locks.tryExecute("doc", READ.withWaitTime(Duration.ZERO), () -> "second reader").acquired()).isTrue();
         // a writer waits for the reader, and gets in once it leaves
         CompletableFuture<String> writer = CompletableFuture.supplyAsync(() -> locks.execute("doc", WRITE, () -> "wrote"));
         await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !writer.isDone());
-        firstReader.countDown();
+        firstReader.releaseLater();
         assertThat(writer.get(10, TimeUnit.SECONDS)).isEqualTo("wrote");
         // a writer holds: readers and other writers are refused
-        CountDownLatch writerHolds = hold("doc", WRITE);
+        HeldElsewhere writerHolds = hold("doc", WRITE);
         assertThat(locks.tryExecute("doc", READ.withWaitTime(Duration.ZERO), () -> "read").acquired()).isFalse();
         assertThat(locks.tryExecute("doc", WRITE.withWaitTime(Duration.ZERO), () -> "write").acquired()).isFalse();
-        writerHolds.countDown();
+        writerHolds.releaseLater();
     }
 
     @Test
@@ -179,22 +179,11 @@ class LockTypesTest extends RedisIntegrationTest {
         }
     }
 
-    /** Holds {@code key} on a thread of its own until the returned latch is opened (or the test ends). */
-    private CountDownLatch hold(String key, LockOptions options) throws InterruptedException {
-        CountDownLatch acquired = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        releases.add(release);
-        CompletableFuture.runAsync(() -> locks.run(key, options, () -> {
-            acquired.countDown();
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            }
-            catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-        }));
-        assertThat(acquired.await(10, TimeUnit.SECONDS)).as("holder of " + key).isTrue();
-        return release;
+    /** Holds {@code key} on a thread of its own until released (or the test ends). */
+    private HeldElsewhere hold(String key, LockOptions options) {
+        HeldElsewhere holder = HeldElsewhere.hold(locks, key, options);
+        holders.add(holder);
+        return holder;
     }
 
     public static class Documents {

@@ -3,7 +3,6 @@ package io.github.distlock.types;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -11,6 +10,7 @@ import io.github.distlock.DistributedLock;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.it.HeldElsewhere;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
@@ -36,26 +36,18 @@ class SkipFallbackAndHoldTest extends RedisIntegrationTest {
     @Autowired
     LockTemplate locks;
 
-    private final CountDownLatch release = new CountDownLatch(1);
+    private HeldElsewhere holder;
 
     @AfterEach
     void releaseHolder() {
-        release.countDown();
+        if (holder != null) {
+            holder.releaseLater();
+        }
         await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("lock:*").isEmpty());
     }
 
-    private void holdElsewhere(String key) throws InterruptedException {
-        CountDownLatch held = new CountDownLatch(1);
-        CompletableFuture.runAsync(() -> locks.run(key, () -> {
-            held.countDown();
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            }
-            catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-        }));
-        assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
+    private void holdElsewhere(String key) {
+        holder = HeldElsewhere.hold(locks, key);
     }
 
     @Test
@@ -70,7 +62,7 @@ class SkipFallbackAndHoldTest extends RedisIntegrationTest {
         assertThat(job.skipMono().block(Duration.ofSeconds(5))).isNull();
         assertThat(job.runs().get()).as("no skipped method ran").isEqualTo(before);
         // once free, the same methods run
-        release.countDown();
+        holder.releaseLater();
         await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.exists("lock:report") == 0);
         assertThat(job.skipString()).isEqualTo("ran");
     }
