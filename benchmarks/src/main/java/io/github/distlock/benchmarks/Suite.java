@@ -91,8 +91,7 @@ public final class Suite {
         report.printf(Locale.ROOT, "- JVM: %s %s; %d CPUs visible; max heap %d MB%n", System.getProperty("java.vm.name"),
                 System.getProperty("java.version"), Runtime.getRuntime().availableProcessors(),
                 Runtime.getRuntime().maxMemory() >> 20);
-        String load = Files.exists(Path.of("/proc/loadavg")) ? Files.readString(Path.of("/proc/loadavg")).trim() : "n/a";
-        report.printf(Locale.ROOT, "- load average at start: %s%n", load);
+        report.printf(Locale.ROOT, "- load average at start: %s%n", loadAverage());
         report.printf(Locale.ROOT, "- parts: %s%n", String.join(", ", parts));
     }
 
@@ -253,15 +252,30 @@ public final class Suite {
                         + "REENTRANT, taken one after the other.");
         int[] threads = full ? new int[] {1, 8, 64} : new int[] {1, 8};
         List<RunResult> all = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
         for (String keys : new String[] {"distinct", "contended"}) {
             for (int t : threads) {
                 if (keys.equals("contended") && t == 1) {
                     continue; // one thread cannot contend with itself: the distinct row is the same cycle
                 }
-                all.addAll(jmh("types-" + keys + "-t" + t, jmhTypes(t).param("impl", "template")
-                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant", "fair", "read", "write")));
-                all.addAll(jmh("types-multi-" + keys + "-t" + t, jmhTypes(t).param("impl", "multi")
-                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant")));
+                // a trial that fails (on a hot key under heavy load a waiter can wait past 30 s) is reported as a row
+                // of its own instead of ending the run
+                List<RunResult> typed = jmh("types-" + keys + "-t" + t, jmhTypes(t).param("impl", "template")
+                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant", "fair", "read", "write"));
+                all.addAll(typed);
+                for (String type : new String[] {"reentrant", "fair", "read", "write"}) {
+                    if (typed.stream().noneMatch(r -> param(r, "type").equals(type))) {
+                        failed.add(String.format(Locale.ROOT, "| %s | %d | %s | failed: see types-%s-t%d.log | | | | | |",
+                                keys, t, type.toUpperCase(Locale.ROOT), keys, t));
+                    }
+                }
+                List<RunResult> multi = jmh("types-multi-" + keys + "-t" + t, jmhTypes(t).param("impl", "multi")
+                        .param("lease", "watchdog").param("keys", keys).param("type", "reentrant"));
+                all.addAll(multi);
+                if (multi.isEmpty()) {
+                    failed.add(String.format(Locale.ROOT, "| %s | %d | 2 keys per call (REENTRANT) | failed: see "
+                            + "types-multi-%s-t%d.log | | | | | |", keys, t, keys, t));
+                }
             }
         }
         Map<String, Double> reentrantMean = new TreeMap<>();
@@ -284,6 +298,8 @@ public final class Suite {
                     primary.getStatistics().getPercentile(99), gcNorm(r),
                     (base == null) ? "" : String.format(Locale.ROOT, "%.3f", mean / base));
         }
+        failed.forEach(report::println);
+        report.printf(Locale.ROOT, "%nLoad average after the JMH trials: %s%n", loadAverage());
 
         report.println();
         report.println("Interleaved (noise-cancelling): every thread runs the five cycles in turn on keys of its own, "
@@ -294,6 +310,7 @@ public final class Suite {
             interleaved.add(InterleavedComparison.run(InterleavedComparison.typeCases(), t, full ? 5 : 2, full ? 3 : 2));
         }
         InterleavedComparison.print(interleaved, report);
+        report.printf(Locale.ROOT, "%nLoad average after the interleaved run: %s%n", loadAverage());
 
         report.println();
         report.println("Redis commands and CPU per cycle (RedisProfile):");
@@ -303,7 +320,7 @@ public final class Suite {
 
     /** Shorter than {@link #jmhCycle}: the types table has 25 trials, and its ratios come from one run. */
     private ChainedOptionsBuilder jmhTypes(int threads) {
-        return base(LockCycleBenchmark.class.getName()).threads(threads)
+        return base(LockCycleBenchmark.class.getName()).shouldFailOnError(false).threads(threads)
                 .warmupIterations(1).warmupTime(TimeValue.seconds(full ? 2 : 1))
                 .measurementIterations(full ? 3 : 2).measurementTime(TimeValue.seconds(full ? 2 : 1))
                 .addProfiler("gc");
@@ -320,9 +337,19 @@ public final class Suite {
             results.add(InterleavedComparison.run(InterleavedComparison.nestedCases(), t, full ? 5 : 2, full ? 3 : 2));
         }
         InterleavedComparison.printNested(results, report);
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
     }
 
     // ---------------------------------------------------------------- plumbing
+
+    private static String loadAverage() {
+        try {
+            return Files.exists(Path.of("/proc/loadavg")) ? Files.readString(Path.of("/proc/loadavg")).trim() : "n/a";
+        }
+        catch (IOException ex) {
+            return "n/a";
+        }
+    }
 
     private ChainedOptionsBuilder base(String include) {
         return new OptionsBuilder().include(include).forks(1).jvmArgsAppend("-Xms1g", "-Xmx1g")
