@@ -21,24 +21,25 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
-import io.github.distlock.testsupport.RedisServer;
 import org.h2.tools.Server;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.jdbc.datasource.init.ScriptUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Three instances of the sample as separate JVMs, sharing one redis-server and one H2 database (a TCP server in this
- * JVM), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
+ * Three instances of the sample as separate JVMs, sharing one Redis (a single server, or a cluster: see the
+ * subclasses) and one H2 database (a TCP server in this JVM), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
  * requests, a user's copies in flight together and on different instances), with 60 items of each in stock. The
  * database must show one order per user and product, and exactly the stock sold. The same traffic on the unsafe
  * endpoint must show duplicates or overselling, which is what makes the first half a test.
  */
-class MultiInstanceTest {
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class MultiInstanceSale {
 
     private static final int INSTANCES = 3;
     private static final int USERS = 200;
@@ -50,14 +51,19 @@ class MultiInstanceTest {
     private static final Duration LOAD_TIMEOUT = Duration.ofSeconds(120);
 
     private static final ShopClient client = new ShopClient();
-    private static RedisServer redis;
-    private static Server h2;
-    private static String jdbcUrl;
-    private static final List<AppProcess> apps = new ArrayList<>();
+    private Server h2;
+    private String jdbcUrl;
+    private final List<AppProcess> apps = new ArrayList<>();
+
+    /** Starts the Redis the instances share and returns the arguments that point an instance at it. */
+    abstract List<String> startRedis();
+
+    /** Stops what {@link #startRedis()} started. */
+    abstract void stopRedis();
 
     @BeforeAll
-    static void startServersAndInstances() throws SQLException {
-        redis = RedisServer.start();
+    void startServersAndInstances() throws SQLException {
+        List<String> redisArguments = startRedis();
         h2 = startH2();
         jdbcUrl = "jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:shop;DB_CLOSE_DELAY=-1";
         // the schema once, here: three instances creating it at the same moment would race each other
@@ -66,11 +72,11 @@ class MultiInstanceTest {
         }
         Path logs = Path.of("target", "multi-instance-logs");
         for (int i = 0; i < INSTANCES; i++) {
-            apps.add(AppProcess.launch("instance-" + i, logs, List.of(
-                    "--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port(),
-                    "--spring.datasource.url=" + jdbcUrl, "--spring.sql.init.mode=never",
+            List<String> arguments = new ArrayList<>(redisArguments);
+            arguments.addAll(List.of("--spring.datasource.url=" + jdbcUrl, "--spring.sql.init.mode=never",
                     // buyers of one product queue for its lock; generous on a busy CI machine
-                    "--distlock.wait-time=30s")));
+                    "--distlock.wait-time=30s"));
+            apps.add(AppProcess.launch(getClass().getSimpleName() + "-" + i, logs, arguments));
         }
         for (AppProcess app : apps) {
             app.awaitStarted(STARTUP_TIMEOUT);
@@ -78,14 +84,12 @@ class MultiInstanceTest {
     }
 
     @AfterAll
-    static void stopEverything() {
+    void stopEverything() {
         apps.forEach(AppProcess::close);
         if (h2 != null) {
             h2.stop();
         }
-        if (redis != null) {
-            redis.close();
-        }
+        stopRedis();
     }
 
     @Test
@@ -105,8 +109,8 @@ class MultiInstanceTest {
         assertThat(sale.statuses().get(201)).as("orders created").isEqualTo(2 * STOCK);
     }
 
-    @Test
-    void theSameTrafficOnTheUnsafeEndpointCreatesDuplicatesOrOversells() throws Exception {
+    /** The same traffic on the unsafe endpoint: the control that makes the locked run a test. */
+    void unsafeEndpointCreatesDuplicatesOrOversells() throws Exception {
         Sale sale = runSale("/api/unsafe/orders");
 
         int oversold = 0;
@@ -125,7 +129,7 @@ class MultiInstanceTest {
     private record Sale(List<Long> products, Map<Integer, Integer> statuses, Map<String, Integer> duplicates) {
     }
 
-    private static Sale runSale(String path) throws Exception {
+    private Sale runSale(String path) throws Exception {
         long productA = newProduct();
         long productB = newProduct();
         long firstUser = path.contains("unsafe") ? 100_000 : 1;
@@ -176,13 +180,13 @@ class MultiInstanceTest {
         return new Sale(List.of(productA, productB), statuses, duplicates(productA, productB));
     }
 
-    private static long newProduct() {
+    private long newProduct() {
         ShopClient.Response created = client.createProduct(apps.get(0).baseUrl(), "flash-sale item", STOCK);
         assertThat(created.status()).isEqualTo(201);
         return created.json().path("id").asLong();
     }
 
-    private static Map<String, Integer> duplicates(long productA, long productB) throws SQLException {
+    private Map<String, Integer> duplicates(long productA, long productB) throws SQLException {
         try (Connection connection = connect(); var statement = connection.prepareStatement("""
                 SELECT user_id, product_id, COUNT(*) FROM orders WHERE product_id IN (?, ?)
                 GROUP BY user_id, product_id HAVING COUNT(*) > 1""")) {
@@ -198,15 +202,15 @@ class MultiInstanceTest {
         }
     }
 
-    private static int sold(long product) throws SQLException {
+    private int sold(long product) throws SQLException {
         return queryInt("SELECT COALESCE(SUM(quantity), 0) FROM orders WHERE product_id = ?", product);
     }
 
-    private static int stock(long product) throws SQLException {
+    private int stock(long product) throws SQLException {
         return queryInt("SELECT stock FROM product WHERE id = ?", product);
     }
 
-    private static int queryInt(String sql, long param) throws SQLException {
+    private int queryInt(String sql, long param) throws SQLException {
         try (Connection connection = connect(); var statement = connection.prepareStatement(sql)) {
             statement.setLong(1, param);
             try (var rows = statement.executeQuery()) {
@@ -216,7 +220,7 @@ class MultiInstanceTest {
         }
     }
 
-    private static Connection connect() throws SQLException {
+    private Connection connect() throws SQLException {
         return DriverManager.getConnection(jdbcUrl, "sa", "");
     }
 
