@@ -22,6 +22,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -61,6 +62,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * <p>Each test gets a new provider ({@link #createProvider()}), closed after it when it is {@link AutoCloseable}, and
  * keys of its own ({@link #key(String)}), so leftovers of one test never disturb another.
  */
+// a provider that never answers must fail its test, not hang the build
+@Timeout(180)
 public abstract class LockProviderContractTest {
 
     private LockProvider provider;
