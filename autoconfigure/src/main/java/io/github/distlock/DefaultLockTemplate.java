@@ -238,8 +238,15 @@ public class DefaultLockTemplate implements LockTemplate {
             return acquisition.get();
         }
         catch (InterruptedException ex) {
-            // the chain sees the cancellation and gives back what it took or still takes
-            acquisition.cancel(false);
+            // the chain sees the cancellation and gives back what it took or still takes; if it completed first
+            // (between the interrupt and the cancel), what it took is given back here
+            if (!acquisition.cancel(false)) {
+                acquisition.thenAccept(late -> {
+                    if (late.failedKey() == null) {
+                        releasePartial(late, late.keys().length);
+                    }
+                });
+            }
             Thread.currentThread().interrupt();
             notifyWaited(LockListener::onNotAcquired, keys[0], System.nanoTime(), ex);
             throw new LockAcquisitionException(String.join(", ", keys), Duration.ofNanos(waitNanos(options)), ex);

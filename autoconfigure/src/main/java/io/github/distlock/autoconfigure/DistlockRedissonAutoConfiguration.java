@@ -47,7 +47,22 @@ public final class DistlockRedissonAutoConfiguration {
                 customizer.customizeServer(settings.server());
             });
             try {
-                return Redisson.create(settings.config());
+                RedissonClient client = Redisson.create(settings.config());
+                if (settings.config().isLazyInitialization()) {
+                    // connect now, in the background: the first lock calls then find a warm pool instead of waiting
+                    // together for connections to open; if Redis is down, the first call that needs it tries again
+                    Thread warmUp = new Thread(() -> {
+                        try {
+                            client.getKeys().countAsync();
+                        }
+                        catch (RuntimeException ignored) {
+                            // Redis not reachable yet: nothing to warm
+                        }
+                    }, "distlock-redis-warm-up");
+                    warmUp.setDaemon(true);
+                    warmUp.start();
+                }
+                return client;
             }
             catch (RedisConnectionException ex) {
                 // only when distlock.redis.require-at-startup=true: otherwise the client connects on first use

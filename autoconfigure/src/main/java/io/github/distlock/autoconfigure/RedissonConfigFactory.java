@@ -95,9 +95,14 @@ final class RedissonConfigFactory {
         if (properties.getClientName() != null) {
             server.setClientName(properties.getClientName());
         }
-        // Redisson's own budget (4 more attempts, 1-2 s apart) made a call against a dead Redis take ~6 s
-        server.setRetryAttempts(distlock.getRedis().getRetryAttempts());
-        server.setRetryDelay(new ConstantDelay(distlock.getRedis().getRetryDelay()));
+        // unset: Redisson's budget (4 more attempts, 1-2 s apart), which a burst of calls waiting for pooled
+        // connections needs; see DistlockProperties.Redis for the measured trade-off
+        if (distlock.getRedis().getRetryAttempts() != null) {
+            server.setRetryAttempts(distlock.getRedis().getRetryAttempts());
+        }
+        if (distlock.getRedis().getRetryDelay() != null) {
+            server.setRetryDelay(new ConstantDelay(distlock.getRedis().getRetryDelay()));
+        }
         // connect on first use: an application started during a Redis outage runs, and recovers by itself
         config.setLazyInitialization(!distlock.getRedis().isRequireAtStartup());
         return new RedissonSettings(config, server);
