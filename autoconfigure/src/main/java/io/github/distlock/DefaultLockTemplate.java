@@ -288,7 +288,7 @@ public class DefaultLockTemplate implements LockTemplate {
             stage = Objects.requireNonNull(action.get(), "the action returned no stage");
         }
         catch (Throwable ex) {
-            taken.releaseAsync(this).whenComplete((ignored, never) -> result.completeExceptionally(ex));
+            release(taken, options).whenComplete((ignored, never) -> result.completeExceptionally(ex));
             return result;
         }
         finally {
@@ -298,7 +298,9 @@ public class DefaultLockTemplate implements LockTemplate {
                 }
             }
         }
-        stage.whenComplete((value, failure) -> taken.releaseAsync(this).whenComplete((ignored, never) -> {
+        // Released when the action's own stage completes, and only then: cancelling the returned future does not
+        // stop work already running (CompletableFuture.cancel never does), so it must not end the hold either
+        stage.whenComplete((value, failure) -> release(taken, options).whenComplete((ignored, never) -> {
             if (failure != null) {
                 result.completeExceptionally(unwrap(failure));
             }
@@ -306,12 +308,12 @@ public class DefaultLockTemplate implements LockTemplate {
                 result.complete(value);
             }
         }));
-        result.whenComplete((value, failure) -> {
-            if (failure instanceof CancellationException) {
-                stage.toCompletableFuture().cancel(true);
-            }
-        });
         return result;
+    }
+
+    /** Releases at once, or schedules the release when the minimum hold is not over; completes when done or scheduled. */
+    private CompletableFuture<Void> release(Taken taken, LockOptions options) {
+        return releaseLater(taken, options) ? CompletableFuture.completedFuture(null) : taken.releaseAsync(this);
     }
 
     @Override
@@ -531,7 +533,13 @@ public class DefaultLockTemplate implements LockTemplate {
         if (remaining <= 0) {
             return false;
         }
-        delayedReleases().schedule(() -> taken.releaseAsync(this), remaining, TimeUnit.NANOSECONDS);
+        try {
+            delayedReleases().schedule(() -> taken.releaseAsync(this), remaining, TimeUnit.NANOSECONDS);
+        }
+        catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+            // the template is shutting down: release now rather than leave the lock renewed for nobody
+            return false;
+        }
         return true;
     }
 

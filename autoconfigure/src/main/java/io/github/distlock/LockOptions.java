@@ -37,6 +37,11 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
         if (holdAtLeast != null && (holdAtLeast.isNegative() || belowOneMilli(holdAtLeast))) {
             throw new IllegalArgumentException("holdAtLeast must be 0 or at least 1 ms, was " + holdAtLeast);
         }
+        if (holdAtLeast != null && leaseTime != null && !leaseTime.isZero() && holdAtLeast.compareTo(leaseTime) > 0) {
+            // the fixed lease would end first: another caller could run inside the hold that was meant to keep it out
+            throw new IllegalArgumentException("holdAtLeast (" + holdAtLeast + ") must not exceed the fixed leaseTime ("
+                    + leaseTime + ")");
+        }
         type = (type != null) ? type : LockType.REENTRANT;
         holdAtLeast = (holdAtLeast != null && !holdAtLeast.isZero()) ? holdAtLeast : null;
     }

@@ -3,9 +3,10 @@ package io.github.distlock;
 /**
  * The kind of lock a call takes ({@link DistributedLock#type()}, {@link LockOptions#withType(LockType)}).
  *
- * <p>Locks of one key share their backend structure, so a {@code REENTRANT}, a {@code FAIR} and a {@code WRITE} lock
- * of the same key exclude each other, and a {@code READ} lock excludes all three. Use one type per key unless that is
- * what you mean.
+ * <p>Use one family per key: {@code REENTRANT} and {@code FAIR} locks of one key exclude each other; {@code READ} and
+ * {@code WRITE} locks of one key form a family of their own. Whether the two families of one key exclude each other
+ * depends on the backend: on Redis they do not (the read/write lock lives in {@code <key>:rw}, apart from the
+ * other, so that neither can corrupt the other), so never lock one key both ways.
  */
 public enum LockType {
 

@@ -70,8 +70,11 @@ final class ReactiveLocking {
         static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template,
                 MethodInvocation invocation) {
             // cancelling the subscription cancels the acquisition, which gives back whatever it still takes
+            // the acquisition completes on a Redisson network thread: the method's body, its fallback and whatever it
+            // subscribes must not run there (a blocking body would stall every Redis reply of the process)
             reactor.core.publisher.Mono<HeldLock> acquire = reactor.core.publisher.Mono
                     .fromFuture(() -> template.acquireAsync(keys, operation.options()), false)
+                    .publishOn(reactor.core.scheduler.Schedulers.boundedElastic())
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
             if (operation.shape() == LockOperation.Shape.MONO) {
                 // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
@@ -112,7 +115,11 @@ final class ReactiveLocking {
         @SuppressWarnings("unchecked")
         private static org.reactivestreams.Publisher<Object> proceed(MethodInvocation invocation) {
             try {
-                Object publisher = invocation.proceed();
+                // a fresh invocation per subscription: a retry or a second subscriber runs the interceptors inside this
+                // one (transactions, security) again instead of skipping them
+                MethodInvocation call = (invocation instanceof org.springframework.aop.ProxyMethodInvocation proxied)
+                        ? proxied.invocableClone() : invocation;
+                Object publisher = call.proceed();
                 return (publisher != null) ? (org.reactivestreams.Publisher<Object>) publisher
                         : reactor.core.publisher.Mono.empty();
             }

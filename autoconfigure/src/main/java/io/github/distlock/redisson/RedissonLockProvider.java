@@ -106,9 +106,18 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         return switch (type) {
             case REENTRANT -> redisson.getLock(key);
             case FAIR -> redisson.getFairLock(key);
-            case READ -> redisson.getReadWriteLock(key).readLock();
-            case WRITE -> redisson.getReadWriteLock(key).writeLock();
+            // a key of their own: Redisson's read/write scripts only look at the hash's 'mode' field, which the
+            // other types never write, so on one hash a reader could be granted beside a REENTRANT holder, and its
+            // release could delete that holder's lock. Apart, the two families don't exclude each other (documented)
+            // but can never corrupt each other.
+            case READ -> redisson.getReadWriteLock(readWriteKey(key)).readLock();
+            case WRITE -> redisson.getReadWriteLock(readWriteKey(key)).writeLock();
         };
+    }
+
+    /** The Redis key of the READ/WRITE lock of {@code key}: {@code <key>:rw}. */
+    static String readWriteKey(String key) {
+        return key + ":rw";
     }
 
     /** The hash field Redisson writes for {@code owner}: the write half of a read/write lock adds a suffix. */
@@ -124,10 +133,13 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         checkHashTag(request.key());
         RLock lock = lock(request.type(), request.key());
         long owner = request.owner().id();
-        long lease = request.watchdog() ? WATCHDOG : request.leaseNanos();
-        long leaseMillis = request.watchdog() ? watchdogMillis : TimeUnit.NANOSECONDS.toMillis(request.leaseNanos());
+        // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
+        // scripts as milliseconds without converting it (a fair lock's queue timeout came out 10^6 times too long)
+        long waitMillis = ceilMillis(request.waitNanos());
+        long leaseMillis = request.watchdog() ? watchdogMillis : ceilMillis(request.leaseNanos());
+        long lease = request.watchdog() ? WATCHDOG : leaseMillis;
         CompletableFuture<LockHandle> result = new CompletableFuture<>();
-        lock.tryLockAsync(request.waitNanos(), lease, TimeUnit.NANOSECONDS, owner).whenComplete((acquired, failure) -> {
+        lock.tryLockAsync(waitMillis, lease, TimeUnit.MILLISECONDS, owner).whenComplete((acquired, failure) -> {
             try {
                 completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
             }
@@ -142,6 +154,11 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
 
     private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,
             Throwable failure, CompletableFuture<LockHandle> result) {
+            if ((failure != null || !acquired) && request.type() == LockType.FAIR) {
+                // a waiter that gave up (or whose wait ended on a subscription timeout) must leave the fair queue, or
+                // the next holder's release hands the lock to nobody until the entry times out
+                leaveFairQueue(lock, ownerField(LockType.FAIR, owner));
+            }
             if (failure != null) {
                 Throwable cause = unwrap(failure);
                 // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
@@ -182,6 +199,24 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
                     complete(result, handle);
                 }
             });
+    }
+
+    private static long ceilMillis(long nanos) {
+        return (nanos + 999_999) / 1_000_000;
+    }
+
+    /** Removes a waiter from a fair lock's queue and timeout set (Redisson's own clean-up is not reachable here). */
+    private static final String LEAVE_FAIR_QUEUE = """
+            redis.call('lrem', KEYS[1], 0, ARGV[1])
+            redis.call('zrem', KEYS[2], ARGV[1])
+            return 1
+            """;
+
+    private void leaveFairQueue(RLock lock, String ownerField) {
+        String queue = RedissonObject.prefixName("redisson_lock_queue", lock.getName());
+        String timeouts = RedissonObject.prefixName("redisson_lock_timeout", lock.getName());
+        redisson.getScript(LongCodec.INSTANCE).evalAsync(lock.getName(), RScript.Mode.READ_WRITE, LEAVE_FAIR_QUEUE,
+                RScript.ReturnType.LONG, List.<Object>of(queue, timeouts), ownerField);
     }
 
     /**
