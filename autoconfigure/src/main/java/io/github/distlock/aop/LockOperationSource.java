@@ -67,6 +67,11 @@ public class LockOperationSource {
         return (operation != NONE) ? operation : null;
     }
 
+    /** Whether the annotation of {@code method} on {@code targetClass} has been parsed already (for tests). */
+    boolean isParsed(Method method, Class<?> targetClass) {
+        return cache.containsKey(new MethodClassKey(method, targetClass));
+    }
+
     private LockOperation parse(Method method, Class<?> targetClass) {
         Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
         DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);

@@ -114,7 +114,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
                 ReflectionUtils.findMethod(Keys.class, "durations", String.class), Keys.class);
         assertThat(operation.options().waitTime()).isEqualTo(java.time.Duration.ofSeconds(2));
         assertThat(operation.options().leaseTime()).isEqualTo(java.time.Duration.ofMillis(750));
-        assertThat(operation.options().holdAtLeast()).isEqualTo(java.time.Duration.ofSeconds(3));
+        assertThat(operation.options().holdAtLeast()).isEqualTo(java.time.Duration.ofMillis(500));
         LockOperation bare = operations.getOperation(
                 ReflectionUtils.findMethod(Keys.class, "bareNumberInTimeUnit", String.class), Keys.class);
         assertThat(bare.options().waitTime()).as("a bare number is in timeUnit").isEqualTo(java.time.Duration.ofSeconds(5));
@@ -124,6 +124,10 @@ class KeyExpressionTest extends RedisIntegrationTest {
 
     @Test
     void expressionsAreParsedOnceAtStartupNotPerCall() {
+        // a method no test calls: parsed when the bean was created, not on a first call
+        Method neverCalled = ReflectionUtils.findMethod(Keys.class, "neverCalled", String.class);
+        assertThat(operations.isParsed(neverCalled, Keys.class)).as("parsed at startup").isTrue();
+
         Method method = ReflectionUtils.findMethod(Keys.class, "byName", String.class);
         LockOperation atStartup = operations.getOperation(method, Keys.class);
 
@@ -184,7 +188,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
         }
 
         @DistributedLock(key = "'dur:' + #id", waitTimeString = "2s", leaseTimeString = "${shop.lease}",
-                holdAtLeastString = "PT3S")
+                holdAtLeastString = "PT0.5S")
         public List<String> durations(String id) {
             return held();
         }
@@ -192,6 +196,11 @@ class KeyExpressionTest extends RedisIntegrationTest {
         @DistributedLock(key = "'bare:' + #id", waitTimeString = "5", leaseTimeString = "500ms",
                 timeUnit = java.util.concurrent.TimeUnit.SECONDS)
         public List<String> bareNumberInTimeUnit(String id) {
+            return held();
+        }
+
+        @DistributedLock(key = "'never:' + #id")
+        public List<String> neverCalled(String id) {
             return held();
         }
 
