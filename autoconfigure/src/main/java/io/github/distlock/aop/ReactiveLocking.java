@@ -70,28 +70,27 @@ final class ReactiveLocking {
         static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template,
                 MethodInvocation invocation) {
             // cancelling the subscription cancels the acquisition, which gives back whatever it still takes
-            // the acquisition completes on a Redisson network thread: the method's body, its fallback and whatever it
-            // subscribes must not run there (a blocking body would stall every Redis reply of the process)
             reactor.core.publisher.Mono<HeldLock> acquire = reactor.core.publisher.Mono
                     .fromFuture(() -> template.acquireAsync(keys, operation.options()), false)
-                    .publishOn(reactor.core.scheduler.Schedulers.boundedElastic())
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
             if (operation.shape() == LockOperation.Shape.MONO) {
                 // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
                 return reactor.core.publisher.Mono.usingWhen(acquire,
-                        held -> reactor.core.publisher.Mono.from(proceed(invocation)),
+                        held -> reactor.core.publisher.Mono.defer(
+                                () -> reactor.core.publisher.Mono.from(proceed(invocation))),
                         held -> release(held),
                         (held, failure) -> release(held),
                         held -> release(held))
-                        .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Mono.from(
-                                notAcquired(operation, invocation, notAcquired)));
+                        .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Mono
+                                .defer(() -> reactor.core.publisher.Mono.from(notAcquired(operation, invocation, notAcquired))));
             }
             return reactor.core.publisher.Flux.usingWhen(acquire,
-                    held -> proceed(invocation),
+                    held -> reactor.core.publisher.Flux.defer(() -> proceed(invocation)),
                     held -> release(held),
                     (held, failure) -> release(held),
                     held -> release(held))
-                    .onErrorResume(NotAcquired.class, notAcquired -> notAcquired(operation, invocation, notAcquired));
+                    .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Flux
+                            .defer(() -> notAcquired(operation, invocation, notAcquired)));
         }
 
         /** The error, or the skip or fallback publisher when the method asks for one. */

@@ -74,7 +74,7 @@ class AsyncLockTest extends RedisIntegrationTest {
         assertThat(redisCommands.exists("lock:job:m")).as("nothing is locked before subscription").isZero();
 
         CompletableFuture<String> result = mono.toFuture();
-        await().atMost(Duration.ofSeconds(2)).until(() -> redisCommands.exists("lock:job:m") == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.exists("lock:job:m") == 1);
         assertThatThrownBy(() -> jobs.monoAfter("m", 0).block(Duration.ofSeconds(5)))
                 .isInstanceOf(LockAcquisitionException.class);
 
@@ -107,7 +107,7 @@ class AsyncLockTest extends RedisIntegrationTest {
         await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.exists("lock:job:cancel") == 0);
 
         Disposable subscription = jobs.monoAfter("cancel-mono", 10_000).subscribe();
-        await().atMost(Duration.ofSeconds(3)).until(() -> redisCommands.exists("lock:job:cancel-mono") == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.exists("lock:job:cancel-mono") == 1);
         subscription.dispose();
         await().atMost(Duration.ofSeconds(3)).until(() -> redisCommands.exists("lock:job:cancel-mono") == 0);
     }
