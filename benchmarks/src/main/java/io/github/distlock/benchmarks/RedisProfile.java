@@ -61,7 +61,7 @@ public final class RedisProfile {
 
     /**
      * The template with each lock type, two keys per call and a nested call (one key per thread), against Redisson's own
-     * re-entry; REENTRANT and FAIR on one hot key at 8 threads (watchdog everywhere). Not at 64 threads: the warm-up
+     * re-entry; each type on one hot key at 8 threads (watchdog everywhere). Not at 64 threads: the warm-up
      * of 2 000 cycles per thread would take minutes on one hot key.
      */
     static List<Case> typeCases() {
@@ -75,7 +75,7 @@ public final class RedisProfile {
                 RedissonVariant.DEFAULT, 1, false));
         cases.add(new Case("Redisson, re-entered once", Impl.REDISSON_NESTED, Lease.WATCHDOG, RedissonVariant.DEFAULT, 1,
                 false));
-        for (LockType type : new LockType[] {LockType.REENTRANT, LockType.FAIR}) {
+        for (LockType type : LockType.values()) {
             cases.add(new Case("LockTemplate, " + type + ", 8 thr, 1 hot key", Impl.TEMPLATE, Lease.WATCHDOG,
                     RedissonVariant.DEFAULT, 8, true, type));
         }
