@@ -32,8 +32,9 @@ import org.springframework.util.ClassUtils;
  * The {@link LockTemplate} on a {@link LockProvider}. Auto-configured; build one yourself only outside Spring Boot.
  *
  * <p>Every call that takes locks gets an owner of its own ({@link LockOwner}). A nested call on a key this thread
- * already holds re-enters the held lock here, without asking the backend: the outer call's lease (fixed or watchdog),
- * owner and fencing token stay exactly as they were, whatever options the nested call names.
+ * already holds re-enters the held lock here: the backend is only asked whether the outer call still holds it (one
+ * round trip; a lost lock makes the nested call fail), and the outer call's lease (fixed or watchdog), owner and fencing
+ * token stay exactly as they were, whatever options the nested call names.
  *
  * <p>Several keys are taken one after the other in their natural order, all within one wait; the first that can't be
  * had releases those taken before it. Asynchronous acquisitions ({@link #acquireAsync}) run on the provider's

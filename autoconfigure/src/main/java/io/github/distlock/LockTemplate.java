@@ -27,7 +27,8 @@ import java.util.function.Supplier;
  * {@link LockBackendException} from all of them. The code never runs without the lock.
  *
  * <p>A nested call on a key this thread already holds re-enters the lock: the outer call's lease, owner and fencing
- * token stay as they are, whatever options the nested call names, and nothing is asked of the backend. A nested
+ * token stay as they are, whatever options the nested call names; the backend is only asked whether the outer call
+ * still holds the lock (a lost one makes the nested call fail). A nested
  * exclusive call on a key held for {@link LockType#READ} fails at once instead of waiting for itself.
  */
 public interface LockTemplate {
