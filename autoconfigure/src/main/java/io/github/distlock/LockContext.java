@@ -6,7 +6,7 @@ import io.github.distlock.spi.LockHandle;
 
 /**
  * What the code running under a lock can learn about it, and the locks this thread holds through
- * {@link LockTemplate}, which is how nested calls re-enter a lock without asking the backend again.
+ * {@link LockTemplate}, which is how nested calls re-enter a lock without taking it in the backend again.
  *
  * <p>Invariant: a frame is pushed for every call that runs under a lock (first acquisition or re-entry) and popped
  * when it returns, before the lock is released; a thread that holds nothing has no frame, so nothing of one call can
