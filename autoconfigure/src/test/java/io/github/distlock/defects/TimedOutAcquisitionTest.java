@@ -14,23 +14,14 @@ import io.github.distlock.LockListener;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RecordingLockListener;
-import io.github.distlock.testsupport.RedisServerExtension;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
-import org.junit.jupiter.api.AfterAll;
+import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.annotation.Order;
-import org.springframework.test.annotation.DirtiesContext;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -42,15 +33,7 @@ import static org.awaitility.Awaitility.await;
  */
 @SpringBootTest(classes = {LockTestApplication.class, TimedOutAcquisitionTest.Config.class},
         properties = {"distlock.watchdog-timeout=10s", "spring.data.redis.timeout=300ms"})
-@DirtiesContext
-class TimedOutAcquisitionTest {
-
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    static RedisClient inspectorClient;
-    static StatefulRedisConnection<String, String> inspectorConnection;
-    static RedisCommands<String, String> redisCommands;
+class TimedOutAcquisitionTest extends RedisIntegrationTest {
 
     @Autowired
     LockTemplate locks;
@@ -64,32 +47,12 @@ class TimedOutAcquisitionTest {
     /** One pooled thread, as a servlet container's worker thread that serves request after request. */
     private final ExecutorService worker = Executors.newSingleThreadExecutor();
 
-    @DynamicPropertySource
-    static void redisProperties(DynamicPropertyRegistry registry) {
-        registry.add("spring.data.redis.host", () -> "127.0.0.1");
-        registry.add("spring.data.redis.port", redis::port);
-    }
-
-    @BeforeAll
-    static void connectInspector() {
-        inspectorClient = RedisClient.create(redis.uri());
-        inspectorConnection = inspectorClient.connect();
-        redisCommands = inspectorConnection.sync();
-    }
-
-    @AfterAll
-    static void closeAll() {
-        inspectorConnection.close();
-        inspectorClient.shutdown();
-    }
-
     @AfterEach
     void cleanUp() {
         signal("CONT");
         worker.shutdownNow();
         throwingOnLost.armed = false;
         recorder.events.clear();
-        redisCommands.flushall();
     }
 
     /**

@@ -20,7 +20,7 @@ import org.springframework.test.context.DynamicPropertySource;
 public abstract class RedisIntegrationTest {
 
     @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
+    protected static final RedisServerExtension redis = new RedisServerExtension();
 
     private static RedisClient inspectorClient;
     private static StatefulRedisConnection<String, String> inspectorConnection;
