@@ -75,7 +75,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(JdbcLockProvider.class);
 
-    /** The longest key the table holds ({@code lock_key VARCHAR(255)}), in characters. */
+    /** The longest key the table holds ({@code lock_key VARCHAR(255)}), in UTF-16 chars ({@link String#length()}). */
     public static final int MAX_KEY_LENGTH = 255;
 
     private static final int HELD = 0;
@@ -201,11 +201,15 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         return attempt.future;
     }
 
+    /**
+     * Keys are counted in UTF-16 chars, as Java and H2 count them: PostgreSQL counts code points (never more), and
+     * MySQL's {@code VARBINARY(1020)} holds 255 of them in UTF-8 (at most 3 bytes each, 4 for a pair).
+     */
     private static void checkKey(String key) {
-        if (key.codePointCount(0, key.length()) > MAX_KEY_LENGTH) {
-            throw new IllegalArgumentException("Lock key is " + key.codePointCount(0, key.length()) + " characters long; "
-                    + "the jdbc backend's table keeps keys of at most " + MAX_KEY_LENGTH + " (column lock_key): '"
-                    + key.substring(0, 40) + "...'");
+        if (key.length() > MAX_KEY_LENGTH) {
+            throw new IllegalArgumentException("Lock key is " + key.length() + " characters long; the jdbc backend's "
+                    + "table keeps keys of at most " + MAX_KEY_LENGTH + " (column lock_key): '" + key.substring(0, 40)
+                    + "...'");
         }
     }
 
