@@ -7,8 +7,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockOptions;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
@@ -170,6 +173,58 @@ abstract class JdbcLockProviderContract extends LockProviderContractTest {
         assertThat(lower.release()).isTrue();
         assertThat(upper.release()).isTrue();
         assertThat(spaced.release()).isTrue();
+    }
+
+    /**
+     * A caller interrupted while waiting (through the template, as an application sees it) gets an exception, never the
+     * lock, and once the holder releases, no row stays held for it.
+     */
+    @Test
+    void anInterruptedWaiterLeavesNoRowHeld() throws Exception {
+        String key = key("k");
+        LockHandle holder = hold(key, LockType.REENTRANT);
+        DefaultLockTemplate template = new DefaultLockTemplate(provider(), "", Duration.ZERO, null, List.of());
+        AtomicBoolean ran = new AtomicBoolean();
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                template.run(key, LockOptions.waitFor(Duration.ofSeconds(30)), () -> ran.set(true));
+                outcome.complete(null);
+            }
+            catch (Throwable failure) {
+                outcome.complete(failure);
+            }
+        }, "interrupted-waiter");
+        waiter.start();
+        await().atMost(slack()).until(() -> waiter.getState() == Thread.State.WAITING
+                || waiter.getState() == Thread.State.TIMED_WAITING);
+        waiter.interrupt();
+        assertThat(outcome.get(slack().toMillis(), TimeUnit.MILLISECONDS)).as("what the interrupted caller got")
+                .isNotNull();
+        assertThat(ran).as("the guarded code of the interrupted caller").isFalse();
+        assertThat(holder.release()).isTrue();
+        JdbcDialect dialect = jdbc().dialect();
+        // The template does not cancel the provider's acquisition (its chain gives back what that still takes: a
+        // grant and a give-back within a poll interval of the release); what must hold is that no row stays held
+        await().during(Duration.ofMillis(500)).atMost(slack()).until(() -> !database().heldInDatabase(key, dialect));
+        template.shutdown();
+    }
+
+    /** A cancelled acquisition stops trying: after the holder's release nobody is granted the row, not even briefly. */
+    @Test
+    void aCancelledAcquisitionStopsTrying() {
+        String key = key("k");
+        LockHandle holder = hold(key, LockType.REENTRANT);
+        CompletableFuture<LockHandle> waiter = acquireAsync(new LockRequest(key, Duration.ofSeconds(30).toNanos(), 0,
+                false, LockOwner.next()));
+        await().during(Duration.ofMillis(200)).atMost(slack()).until(() -> !waiter.isDone());
+        assertThat(waiter.cancel(true)).isTrue();
+        assertThat(holder.release()).isTrue();
+        long token = ((Number) database().lockRow(key).get("token")).longValue();
+        JdbcDialect dialect = jdbc().dialect();
+        // every grant raises the row's token: a try that went on would show, even if it gave the lock straight back
+        await().during(Duration.ofMillis(500)).atMost(slack()).until(() -> !database().heldInDatabase(key, dialect)
+                && ((Number) database().lockRow(key).get("token")).longValue() == token);
     }
 
     // ---------------------------------------------------------------- watchdog
