@@ -57,6 +57,12 @@ final class HolderJvm implements AutoCloseable {
         }
     }
 
+    /** Writes {@code line} to the process's standard input. */
+    void send(String line) throws IOException {
+        process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        process.getOutputStream().flush();
+    }
+
     boolean isAlive() {
         return process.isAlive();
     }
