@@ -518,15 +518,18 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     }
 
     /**
-     * Stops renewing and polling; acquisitions still waiting fail with {@link IllegalStateException}. Held locks are not
-     * released: they expire within their lease or the watchdog timeout, as those of a process that died would. The
-     * {@link DataSource} belongs to whoever created it.
+     * Stops renewing and polling; acquisitions still waiting fail with {@link IllegalStateException}; releases already
+     * asked for still run. Held locks are not released: they expire within their lease or the watchdog timeout, as
+     * those of a process that died would. The {@link DataSource} belongs to whoever created it.
      */
     @Override
     public void close() {
         closed = true;
         renewer.shutdownNow();
-        workers.shutdownNow();
+        // releases already handed to the workers still run (a caller may be waiting for them); waiters' next tries,
+        // which wait for their pause, are dropped: their acquisitions fail below
+        workers.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        workers.shutdown();
         callbacks.shutdown();
         for (Attempt attempt : pending) {
             attempt.future.completeExceptionally(new IllegalStateException("JdbcLockProvider closed while waiting for '"
