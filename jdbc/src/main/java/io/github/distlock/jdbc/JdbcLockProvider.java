@@ -93,7 +93,10 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
 
     /** Runs the statements of acquisitions and releases, and the pauses between a waiter's tries. */
     private final ScheduledThreadPoolExecutor workers;
-    /** Renews the watchdog locks: a thread of its own, so that a queue of waiters' tries never delays a renewal. */
+    /**
+     * Renews the watchdog locks, and checks for renewals overdue: threads of their own, so that a queue of waiters'
+     * tries never delays a renewal.
+     */
     private final ScheduledThreadPoolExecutor renewer;
     /** Loss reports: a callback that blocks must not hold up renewals. */
     private final ExecutorService callbacks;
@@ -131,9 +134,13 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         this.dialect = checkDatabase(this.dataSource, table);
         this.workers = new ScheduledThreadPoolExecutor(options.threads(), daemons("distlock-jdbc"));
         this.workers.setRemoveOnCancelPolicy(true);
-        this.renewer = new ScheduledThreadPoolExecutor(1, daemons("distlock-jdbc-renewal"));
+        this.renewer = new ScheduledThreadPoolExecutor(2, daemons("distlock-jdbc-renewal"));
         long period = Math.max(1, watchdogNanos / 3);
         this.renewer.scheduleWithFixedDelay(this::renewSafely, period, period, TimeUnit.NANOSECONDS);
+        // on the second thread: a renewal statement that hangs (a database that stopped answering, a driver without
+        // a socket timeout) must not keep the holders from being told when their leases have run out
+        long check = Math.max(TimeUnit.MILLISECONDS.toNanos(10), watchdogNanos / 10);
+        this.renewer.scheduleWithFixedDelay(this::reportOverdueSafely, check, check, TimeUnit.NANOSECONDS);
         this.callbacks = Executors.newCachedThreadPool(daemons("distlock-jdbc-callback"));
     }
 
@@ -287,10 +294,12 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * Frees whatever {@code owner} may hold of {@code key} after a statement whose outcome is unknown (it failed, or its
-     * caller stopped waiting): again until a release answered, and at most until the lease has passed, after which the
-     * row has expired anyway. Only this owner's row can match, so it can free nothing of anyone else's.
+     * caller stopped waiting): again until a release got an answer. A fixed lease is given up on once it has passed
+     * (the row has expired by then); a watchdog row is tried until answered, because this provider's batched renewal
+     * keeps renewing it as long as it is live. Only this owner's row can match, so it can free nothing of anyone
+     * else's.
      */
-    private void giveBack(String key, String owner, long leaseNanos) {
+    private void giveBack(String key, String owner, long leaseNanos, boolean watchdog) {
         long deadline = System.nanoTime() + leaseNanos;
         long period = Math.max(TimeUnit.MILLISECONDS.toNanos(50), Math.min(TimeUnit.SECONDS.toNanos(1), leaseNanos / 10));
         Runnable[] task = new Runnable[1];
@@ -300,8 +309,8 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                     logger.info("Gave back lock '" + key + "', taken for a call that had already failed or stopped waiting");
                 }
             }
-            catch (SQLException ex) {
-                if (System.nanoTime() - deadline < 0) {
+            catch (SQLException | RuntimeException ex) {
+                if (watchdog || System.nanoTime() - deadline < 0) {
                     scheduleQuietly(task[0], period);
                 }
             }
@@ -365,7 +374,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                 catch (SQLException ex) {
                     if (!JdbcDialect.isConflict(ex)) {
                         // the statement may have committed before the failure reached us: give back what it may hold
-                        giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos());
+                        giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos(), watchdog);
                         future.completeExceptionally(new JdbcLockException("Acquiring lock '" + request.key()
                                 + "' in table " + table + " failed", ex));
                         return;
@@ -374,13 +383,13 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                     token = null;
                 }
                 catch (RuntimeException ex) {
-                    giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos());
+                    giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos(), watchdog);
                     future.completeExceptionally(ex);
                     return;
                 }
                 if (token != null) {
                     JdbcLockHandle handle = new JdbcLockHandle(grant.key(), grant.owner(), watchdog,
-                            request.fenced() ? token : -1, sentAt);
+                            request.leaseNanos(), request.fenced() ? token : -1, sentAt);
                     if (watchdog) {
                         watch(handle);
                     }
@@ -505,14 +514,25 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         reportOverdue();
     }
 
+    private void reportOverdueSafely() {
+        try {
+            reportOverdue();
+        }
+        catch (Throwable unexpected) {
+            logger.error("Checking distlock's watchdog locks for overdue renewals failed unexpectedly", unexpected);
+        }
+    }
+
     /** Reports the locks not renewed for a whole watchdog timeout: the database has expired them by now. */
     private void reportOverdue() {
         long now = System.nanoTime();
         for (JdbcLockHandle handle : watched.values()) {
             if (now - handle.renewedAt >= watchdogNanos) {
                 unwatch(handle);
+                SQLException failure = lastRenewalFailure;
                 handle.reportLost("the watchdog could not renew it for " + Duration.ofNanos(watchdogNanos)
-                        + " (its lease in the database has run out): " + lastRenewalFailure);
+                        + " (its lease in the database has run out): " + ((failure != null) ? failure
+                        : "no renewal was answered in time"));
             }
         }
     }
@@ -550,6 +570,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         final String key;
         final String owner;
         final boolean watchdog;
+        final long leaseNanos;
         /** When the statement that last set this lock's expiry was sent ({@link System#nanoTime()}). */
         volatile long renewedAt;
         /** The value of {@link #changes} when this handle was watched. */
@@ -564,10 +585,11 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         private volatile Consumer<String> lostCallback;
         private final AtomicBoolean lossFired = new AtomicBoolean();
 
-        JdbcLockHandle(String key, String owner, boolean watchdog, long token, long renewedAt) {
+        JdbcLockHandle(String key, String owner, boolean watchdog, long leaseNanos, long token, long renewedAt) {
             this.key = key;
             this.owner = owner;
             this.watchdog = watchdog;
+            this.leaseNanos = leaseNanos;
             this.token = token;
             this.renewedAt = renewedAt;
         }
@@ -646,7 +668,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                 }
                 catch (SQLException | RuntimeException ex) {
                     // keeps trying in the background; the row expires within its lease in any case
-                    giveBack(key, owner, watchdog ? watchdogNanos : TimeUnit.SECONDS.toNanos(60));
+                    giveBack(key, owner, watchdog ? watchdogNanos : leaseNanos, watchdog);
                     result.completeExceptionally(new JdbcLockException("Releasing lock '" + key + "' in table " + table
                             + " failed", ex));
                 }
