@@ -49,10 +49,6 @@ final class Database implements BeforeAllCallback, AfterAllCallback {
         return new Database(Kind.MARIADB);
     }
 
-    static Database of(Kind kind) {
-        return new Database(kind);
-    }
-
     @Override
     public void beforeAll(ExtensionContext context) {
         HikariConfig config = new HikariConfig();
@@ -88,16 +84,6 @@ final class Database implements BeforeAllCallback, AfterAllCallback {
 
     DataSource dataSource() {
         return dataSource;
-    }
-
-    /** A pool of its own on the same database: what another process would have. */
-    HikariDataSource newPool(int size) {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(dataSource.getJdbcUrl());
-        config.setUsername(dataSource.getUsername());
-        config.setPassword(dataSource.getPassword());
-        config.setMaximumPoolSize(size);
-        return new HikariDataSource(config);
     }
 
     /** JDBC URL, user and password, for another JVM. */
