@@ -440,7 +440,7 @@ public class DefaultLockTemplate implements LockTemplate {
             }
         });
         acquisition.whenComplete((handle, failure) -> {
-            if (failure != null && result.isDone()) {
+            if ((failure != null || handle == null) && result.isDone()) {
                 // abandoned, and the caller has been told: only give back the keys taken before this one
                 releasePartial(taken, index);
             }
