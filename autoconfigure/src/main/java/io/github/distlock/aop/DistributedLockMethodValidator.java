@@ -2,6 +2,7 @@ package io.github.distlock.aop;
 
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -50,10 +51,28 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
      */
     public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable,
             BiPredicate<LockType, Boolean> supported) {
+        this(operations, lockingAvailable, supported, null);
+    }
+
+    /**
+     * @param operations looked up lazily (see above)
+     * @param lockingAvailable whether a lock backend exists (see above)
+     * @param supported whether the backend can take a lock of a type, fenced or not
+     * @param chosenBackend the value of {@code distlock.backend}, or {@code null}: named in the report when the
+     * chosen backend is not configured
+     */
+    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable,
+            BiPredicate<LockType, Boolean> supported, String chosenBackend) {
         this.operations = operations;
         this.lockingAvailable = lockingAvailable;
         this.supported = supported;
+        this.chosenBackend = chosenBackend;
     }
+
+    private final String chosenBackend;
+
+    /** The values of {@code distlock.backend}. */
+    private static final List<String> KNOWN_BACKENDS = List.of("redis", "jdbc", "zookeeper", "etcd");
 
     /** Classes already checked: prototypes and repeated factory products are scanned once. */
     private final Set<Class<?>> checked = ConcurrentHashMap.newKeySet();
@@ -87,6 +106,22 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
                         "Make the method public (or protected), non-final and non-static, or lock with LockTemplate.", null);
             }
             if (!lockingAvailable.getAsBoolean()) {
+                if (chosenBackend != null && !KNOWN_BACKENDS.contains(chosenBackend.strip().toLowerCase(java.util.Locale.ROOT))) {
+                    throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
+                            + " cannot take a lock: distlock.backend=" + chosenBackend + " names no backend distlock has.",
+                            "Set distlock.backend to one of " + String.join(", ", KNOWN_BACKENDS) + ", or remove it to "
+                            + "use the one backend that is configured.", null);
+                }
+                if (chosenBackend != null) {
+                    throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
+                            + " cannot take a lock: distlock.backend=" + chosenBackend + " chooses a backend that is "
+                            + "not configured (no LockProvider bean, so no LockTemplate).",
+                            "Give the chosen backend its module and its client: redis needs org.redisson:redisson and "
+                            + "spring-boot-data-redis (the distlock starter brings both); jdbc needs distlock-jdbc and a "
+                            + "DataSource bean; zookeeper needs distlock-zookeeper and distlock.zookeeper.connect-string "
+                            + "or a CuratorFramework bean; etcd needs distlock-etcd and distlock.etcd.endpoints or a "
+                            + "jetcd Client bean. Or choose a configured backend with distlock.backend.", null);
+                }
                 throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
                         + " cannot take a lock: no lock backend is configured (no LockProvider bean, so no LockTemplate).",
                         "Configure Redis with spring.data.redis.* (the distlock starter brings org.redisson:redisson "

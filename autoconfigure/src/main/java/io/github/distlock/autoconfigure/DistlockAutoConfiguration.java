@@ -1,6 +1,10 @@
 package io.github.distlock.autoconfigure;
 
+import java.util.List;
+import java.util.stream.Collectors;
+
 import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.DistlockConfigurationException;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.aop.DistributedLockAdvisor;
@@ -39,6 +43,35 @@ import org.springframework.util.function.SingletonSupplier;
 @Import(DistlockProxyRegistrar.class)
 public final class DistlockAutoConfiguration {
 
+    /**
+     * The backend in use: the only one configured, or the one {@code distlock.backend} chooses. Declared before the
+     * template, whose condition looks for it.
+     */
+    @Bean
+    @ConditionalOnMissingBean(LockProvider.class)
+    @ConditionalOnBean(DistlockBackend.class)
+    LockProvider distlockLockProvider(List<DistlockBackend> candidates, DistlockProperties properties) {
+        // backends guard themselves with @ConditionalOnDistlockBackend; filtered again for one registered without it
+        List<DistlockBackend> backends = (properties.getBackend() == null) ? candidates : candidates.stream()
+                .filter(backend -> backend.name().equalsIgnoreCase(properties.getBackend().name())).toList();
+        if (backends.isEmpty()) {
+            throw new DistlockConfigurationException("distlock.backend=" + properties.getBackend().name().toLowerCase(
+                    java.util.Locale.ROOT) + " chooses a backend that is not configured; configured are: "
+                    + candidates.stream().map(DistlockBackend::toString).collect(Collectors.joining("; ")) + ".",
+                    "Choose one of the configured backends with distlock.backend, or configure the chosen one.", null);
+        }
+        if (backends.size() > 1) {
+            backends = backends.stream().sorted(java.util.Comparator.comparing(DistlockBackend::name)).toList();
+            String names = backends.stream().map(DistlockBackend::name).collect(Collectors.joining(", "));
+            throw new DistlockConfigurationException("distlock found " + backends.size() + " lock backends configured: "
+                    + backends.stream().map(DistlockBackend::toString).collect(Collectors.joining("; "))
+                    + ". It will not guess which one guards your locks: two instances that chose differently would "
+                    + "not exclude each other.",
+                    "Choose one with the property distlock.backend (" + names + "), the same on every instance.", null);
+        }
+        return backends.get(0).provider().get();
+    }
+
     @Bean(destroyMethod = "shutdown")
     @ConditionalOnBean(LockProvider.class)
     @ConditionalOnMissingBean(LockTemplate.class)
@@ -69,12 +102,12 @@ public final class DistlockAutoConfiguration {
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     static DistributedLockMethodValidator distributedLockMethodValidator(ObjectProvider<LockOperationSource> operations,
-            ListableBeanFactory beanFactory, ObjectProvider<LockProvider> providers) {
+            ListableBeanFactory beanFactory, ObjectProvider<LockProvider> providers, Environment environment) {
         return new DistributedLockMethodValidator(operations,
                 () -> beanFactory.getBeanNamesForType(LockTemplate.class, true, false).length > 0,
                 (type, fenced) -> {
                     LockProvider provider = providers.getIfUnique();
                     return provider == null || provider.supports(type, fenced);
-                });
+                }, environment.getProperty("distlock.backend"));
     }
 }

@@ -20,6 +20,12 @@ public class DistlockProperties {
     private boolean enabled = true;
 
     /**
+     * Which lock backend to use when more than one is configured: redis, jdbc, zookeeper or etcd. Not set: the one
+     * backend that is configured; two or more fail the startup.
+     */
+    private Backend backend;
+
+    /**
      * Prefix of every lock's Redis key: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
      * "lock:order:42".
      */
@@ -67,6 +73,14 @@ public class DistlockProperties {
 
     public void setEnabled(boolean enabled) {
         this.enabled = enabled;
+    }
+
+    public Backend getBackend() {
+        return backend;
+    }
+
+    public void setBackend(Backend backend) {
+        this.backend = backend;
     }
 
     public String getKeyPrefix() {
@@ -141,6 +155,18 @@ public class DistlockProperties {
      * The failure budget of a lock call and the start-up policy of the Redisson client distlock builds. The command
      * timeout is Spring Boot's {@code spring.data.redis.timeout}.
      */
+    /** The lock backends distlock can run on; each needs its module and client on the class path. */
+    public enum Backend {
+        /** Redis through Redisson (the starter's default). */
+        REDIS,
+        /** A relational database table, through the application's DataSource (module distlock-jdbc). */
+        JDBC,
+        /** ZooKeeper through Apache Curator (module distlock-zookeeper). */
+        ZOOKEEPER,
+        /** etcd through jetcd (module distlock-etcd). */
+        ETCD
+    }
+
     public static class Redis {
 
         /**

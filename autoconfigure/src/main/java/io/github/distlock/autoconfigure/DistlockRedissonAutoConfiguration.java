@@ -6,6 +6,7 @@ import io.github.distlock.DistlockConfigurationException;
 import org.redisson.Redisson;
 import org.redisson.client.RedisConnectionException;
 import org.redisson.api.RedissonClient;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -35,6 +36,8 @@ public final class DistlockRedissonAutoConfiguration {
     @ConditionalOnClass(DataRedisConnectionDetails.class)
     @ConditionalOnBean(DataRedisConnectionDetails.class)
     @ConditionalOnMissingBean(RedissonClient.class)
+    // a Redisson client for a backend that another distlock.backend excludes would only connect to nothing
+    @ConditionalOnDistlockBackend("redis")
     @EnableConfigurationProperties(DataRedisProperties.class)
     static class RedissonClientConfiguration {
 
@@ -78,7 +81,12 @@ public final class DistlockRedissonAutoConfiguration {
     @Bean
     @ConditionalOnBean(RedissonClient.class)
     @ConditionalOnMissingBean(LockProvider.class)
-    RedissonLockProvider redissonLockProvider(RedissonClient redisson) {
-        return new RedissonLockProvider(redisson);
+    @ConditionalOnDistlockBackend("redis")
+    DistlockBackend redisLockBackend(ObjectProvider<RedissonClient> redisson, ListableBeanFactory beanFactory) {
+        String[] names = beanFactory.getBeanNamesForType(RedissonClient.class, true, false);
+        String description = (names.length == 1 && names[0].equals("distlockRedissonClient"))
+                ? "spring.data.redis.* (Spring Boot's Redis connection settings, localhost:6379 when none are set)"
+                : "RedissonClient bean '" + String.join("', '", names) + "'";
+        return new DistlockBackend("redis", description, () -> new RedissonLockProvider(redisson.getObject()));
     }
 }

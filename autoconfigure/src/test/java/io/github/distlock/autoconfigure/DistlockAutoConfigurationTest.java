@@ -62,6 +62,37 @@ class DistlockAutoConfigurationTest {
     }
 
     @Test
+    void distlockBackendChoosesAmongConfiguredBackends() {
+        LockProvider other = request -> CompletableFuture.completedFuture(null);
+        ApplicationContextRunner twoBackends = runner
+                .withPropertyValues("spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + redis.port())
+                .withBean("jdbcBackend", DistlockBackend.class, () -> new DistlockBackend("jdbc", "test", () -> other));
+        twoBackends.withPropertyValues("distlock.backend=redis").run(context -> {
+            assertThat(context).hasNotFailed().hasSingleBean(RedissonLockProvider.class);
+            assertThat(context.getBean(LockTemplate.class).execute("k", () -> "locked")).isEqualTo("locked");
+        });
+        twoBackends.withPropertyValues("distlock.backend=JDBC").run(context -> {
+            assertThat(context).hasNotFailed().doesNotHaveBean(RedissonClient.class);
+            assertThat(context.getBean(LockProvider.class)).isSameAs(other);
+        });
+        twoBackends.run(context -> assertThat(context).hasFailed().getFailure()
+                .rootCause().hasMessageContaining("distlock found 2 lock backends configured"));
+    }
+
+    @Test
+    void anApplicationsOwnProviderWinsOverEveryBackend() {
+        LockProvider own = request -> CompletableFuture.completedFuture(null);
+        runner.withPropertyValues("spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + redis.port())
+                .withBean("jdbcBackend", DistlockBackend.class, () -> new DistlockBackend("jdbc", "test",
+                        () -> { throw new AssertionError("not chosen"); }))
+                .withBean("own", LockProvider.class, () -> own)
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(context.getBean(LockProvider.class)).isSameAs(own);
+                });
+    }
+
+    @Test
     void mapsStandaloneWithCredentialsDatabaseTimeoutsAndWatchdog() {
         AtomicReference<Config> captured = new AtomicReference<>();
         capturingConfig(captured)

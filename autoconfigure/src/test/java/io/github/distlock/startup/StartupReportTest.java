@@ -3,6 +3,7 @@ package io.github.distlock.startup;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
+import io.github.distlock.autoconfigure.DistlockBackend;
 import io.github.distlock.testsupport.RedisServerExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -87,6 +88,28 @@ class StartupReportTest {
     }
 
     @Test
+    void chosenBackendNotConfigured(CapturedOutput output) {
+        start(Valid.class, "distlock.backend=zookeeper");
+        assertReport(output, "cannot take a lock: distlock.backend=zookeeper chooses a backend that is not configured",
+                "zookeeper needs distlock-zookeeper and distlock.zookeeper.connect-string or a CuratorFramework bean");
+    }
+
+    @Test
+    void twoBackendsWithoutAChoice(CapturedOutput output) {
+        start(TwoBackends.class);
+        assertReport(output, "distlock found 2 lock backends configured: jdbc (DataSource bean 'test'); redis "
+                + "(spring.data.redis.*", "Choose one with the property distlock.backend (jdbc, redis), the same on "
+                + "every instance.");
+    }
+
+    @Test
+    void unknownBackend(CapturedOutput output) {
+        start(Valid.class, "distlock.backend=postgres");
+        assertReport(output, "distlock.backend=postgres names no backend distlock has",
+                "Set distlock.backend to one of redis, jdbc, zookeeper, etcd");
+    }
+
+    @Test
     void invalidProperty(CapturedOutput output) {
         start(Valid.class, "distlock.wait-time=500us");
         assertReport(output, "distlock.wait-time", "Update your application's configuration");
@@ -98,6 +121,18 @@ class StartupReportTest {
                 "spring.data.redis.connect-timeout=200ms");
         assertReport(output, "distlock could not reach Redis at startup",
                 "set distlock.redis.require-at-startup=false to start anyway");
+    }
+
+    /** A second backend next to Redis, as the database module would offer it. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class TwoBackends extends Valid {
+        @Bean
+        DistlockBackend jdbcBackend() {
+            return new DistlockBackend("jdbc", "DataSource bean 'test'", () -> request -> {
+                throw new AssertionError("a backend that was not chosen must never be asked for a lock");
+            });
+        }
     }
 
     @SpringBootConfiguration

@@ -22,12 +22,21 @@ public class BenchApplication {
         return new LockedService();
     }
 
-    /** Applies the {@code bench.redisson-config} variant, so the same code measures each candidate default. */
+    /**
+     * Applies the {@code bench.redisson-config} variant, so the same code measures each candidate default, and
+     * {@code bench.check-lock-synced-slaves} when set (Redisson's default, {@code true}, otherwise).
+     */
     @Bean
     RedissonConfigCustomizer benchRedissonConfig(Environment environment) {
         RedissonVariant variant = RedissonVariant.valueOf(
                 environment.getProperty("bench.redisson-config", "DEFAULT").toUpperCase(java.util.Locale.ROOT));
-        return variant::apply;
+        Boolean checkSyncedSlaves = environment.getProperty("bench.check-lock-synced-slaves", Boolean.class);
+        return config -> {
+            variant.apply(config);
+            if (checkSyncedSlaves != null) {
+                config.setCheckLockSyncedSlaves(checkSyncedSlaves);
+            }
+        };
     }
 
     /**
@@ -36,16 +45,26 @@ public class BenchApplication {
      * @param variant the Redisson {@code Config} variant to apply on top of what distlock builds
      */
     public static ConfigurableApplicationContext start(int port, RedissonVariant variant) {
+        return start(variant, "spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + port);
+    }
+
+    /**
+     * Starts the application with the given connection properties ({@code spring.data.redis.cluster.nodes=...} for a
+     * cluster) and any {@code bench.*} settings.
+     *
+     * @param variant the Redisson {@code Config} variant to apply on top of what distlock builds
+     * @param properties {@code name=value} pairs
+     */
+    public static ConfigurableApplicationContext start(RedissonVariant variant, String... properties) {
         return new SpringApplicationBuilder(BenchApplication.class)
                 .web(WebApplicationType.NONE)
                 .logStartupInfo(false)
                 .properties(
                         "spring.main.banner-mode=off",
-                        "spring.data.redis.host=127.0.0.1",
-                        "spring.data.redis.port=" + port,
                         // Redisson logs every connection at INFO; keep the benchmark output readable
                         "logging.level.root=WARN",
                         "bench.redisson-config=" + variant.name())
+                .properties(properties)
                 .run();
     }
 }

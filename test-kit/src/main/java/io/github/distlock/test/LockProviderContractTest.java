@@ -506,7 +506,9 @@ public abstract class LockProviderContractTest {
         assumeSupported(type, false);
         String key = key("k");
         LockHandle holder = hold(key, type);
-        Duration wait = Duration.ofSeconds(2);
+        // long enough that the first waiter is still waiting when the fourth has queued on a loaded machine: a
+        // waiter whose wait ran out before its cancel would test nothing
+        Duration wait = slack();
         long start = System.nanoTime();
         List<CompletableFuture<LockHandle>> cancelled = new ArrayList<>();
         for (int i = 0; i < 3; i++) {

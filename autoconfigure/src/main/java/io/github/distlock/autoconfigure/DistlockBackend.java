@@ -1,0 +1,35 @@
+package io.github.distlock.autoconfigure;
+
+import java.util.Objects;
+import java.util.function.Supplier;
+
+import io.github.distlock.spi.LockProvider;
+
+/**
+ * A lock backend that an auto-configuration found usable: its client library is present and its client is
+ * configured. distlock turns the one chosen with {@code distlock.backend}, or the only one there is, into the
+ * application's {@link LockProvider}; two or more without a choice fail the startup, naming each.
+ *
+ * <p>Register one as a bean guarded by {@link ConditionalOnDistlockBackend}, in an auto-configuration ordered before
+ * {@link DistlockAutoConfiguration}. An application's own {@link LockProvider} bean takes precedence over all of them.
+ *
+ * @param name the value of {@code distlock.backend} that chooses this backend, in lower case: {@code redis},
+ * {@code jdbc}, {@code zookeeper}, {@code etcd}
+ * @param description what configured it, for the startup report: {@code "DataSource bean 'dataSource'"}
+ * @param provider creates the provider; called once, and only for the backend in use, so that a backend that is
+ * present but not chosen starts nothing
+ */
+public record DistlockBackend(String name, String description, Supplier<? extends LockProvider> provider) {
+
+    /** Checks that every part is there. */
+    public DistlockBackend {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(description, "description");
+        Objects.requireNonNull(provider, "provider");
+    }
+
+    @Override
+    public String toString() {
+        return name + " (" + description + ")";
+    }
+}
