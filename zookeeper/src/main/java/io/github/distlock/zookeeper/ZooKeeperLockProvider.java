@@ -100,14 +100,19 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         client.getConnectionStateListenable().addListener(connectionListener);
     }
 
-    /** Checks a base path; the message names the property it usually comes from. */
-    static String checkBasePath(String basePath) {
+    /**
+     * Checks a base path: an absolute, valid ZooKeeper path of its own (not the root, not {@code /zookeeper}).
+     *
+     * @return the path
+     * @throws IllegalArgumentException naming {@code distlock.zookeeper.base-path}, where it usually comes from
+     */
+    public static String checkBasePath(String basePath) {
         try {
             PathUtils.validatePath(basePath);
         }
         catch (IllegalArgumentException | NullPointerException ex) {
             throw new IllegalArgumentException("distlock.zookeeper.base-path must be an absolute ZooKeeper path such as "
-                    + "/distlock, was '" + basePath + "': " + ex.getMessage(), ex);
+                    + "/distlock, was '" + basePath + "': " + ex.getMessage());
         }
         if (basePath.equals("/") || basePath.equals("/zookeeper") || basePath.startsWith("/zookeeper/")) {
             throw new IllegalArgumentException("distlock.zookeeper.base-path must be a node of its own such as /distlock, "
