@@ -183,8 +183,8 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
     }
 
     /**
-     * Revokes the session lease (etcd deletes the watchdog locks still held with it) and stops renewing it; stops the
-     * timers and watches. The client is left open.
+     * Revokes the session lease (etcd deletes the watchdog locks still held with it; waits up to a second for the
+     * answer) and stops renewing it; stops the timers and watches. The client is left open.
      */
     @Override
     public void close() {
@@ -193,7 +193,13 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         if (current != null && current.isDone() && !current.isCompletedExceptionally()) {
             Session s = current.join();
             s.stop();
-            leases.revoke(s.leaseId).exceptionally(failure -> null);
+            // waited for (briefly): a client closed right after this would cut the revocation off
+            try {
+                leases.revoke(s.leaseId).orTimeout(1, TimeUnit.SECONDS).exceptionally(failure -> null).join();
+            }
+            catch (RuntimeException ignored) {
+                // unreachable: the lease expires within its TTL
+            }
         }
         held.forEach(EtcdLockHandle::stopWatching);
         waiting.forEach(acquisition -> acquisition.fail(new IllegalStateException("The etcd lock provider was closed")));

@@ -31,7 +31,7 @@ import static org.awaitility.Awaitility.await;
  * developer's machine {@code -Ddistlock.etcd.skip-if-missing=true} (or the environment variable
  * {@code DISTLOCK_ETCD_SKIP_IF_MISSING=true}) turns that into skipped tests, reported as such.
  */
-final class EtcdServer implements AutoCloseable {
+public final class EtcdServer implements AutoCloseable {
 
     static final String BINARY_VARIABLE = "DISTLOCK_ETCD_SERVER";
     static final String SKIP_PROPERTY = "distlock.etcd.skip-if-missing";
@@ -51,7 +51,7 @@ final class EtcdServer implements AutoCloseable {
     }
 
     /** Starts a server, or fails (or, with the switch on, skips the calling test) when there is no etcd binary. */
-    static EtcdServer start() {
+    public static EtcdServer start() {
         Path binary = binary();
         for (int attempt = 1; ; attempt++) {
             try {
@@ -169,11 +169,11 @@ final class EtcdServer implements AutoCloseable {
     }
 
     /** The client endpoint, {@code http://127.0.0.1:<port>}. */
-    String endpoint() {
+    public String endpoint() {
         return "http://127.0.0.1:" + clientPort;
     }
 
-    int clientPort() {
+    public int clientPort() {
         return clientPort;
     }
 
