@@ -67,7 +67,12 @@ public final class EtcdServer implements AutoCloseable {
 
     /** The etcd binary: DISTLOCK_ETCD_SERVER, else "etcd" on the PATH. */
     static Path binary() {
-        String configured = System.getenv(BINARY_VARIABLE);
+        return binary(System.getenv(), System.getProperties());
+    }
+
+    /** {@link #binary()}, looked up in the given environment and system properties. */
+    static Path binary(java.util.Map<String, String> environment, java.util.Properties properties) {
+        String configured = environment.get(BINARY_VARIABLE);
         if (configured != null && !configured.isBlank()) {
             Path path = Path.of(configured);
             if (!Files.isExecutable(path)) {
@@ -75,7 +80,7 @@ public final class EtcdServer implements AutoCloseable {
             }
             return path;
         }
-        String pathVariable = System.getenv().getOrDefault("PATH", "");
+        String pathVariable = environment.getOrDefault("PATH", "");
         for (String directory : pathVariable.split(File.pathSeparator)) {
             if (!directory.isEmpty()) {
                 Path candidate = Path.of(directory, "etcd");
@@ -88,15 +93,10 @@ public final class EtcdServer implements AutoCloseable {
                 + "'apt-get install etcd-server'; elsewhere a release from https://github.com/etcd-io/etcd/releases) and "
                 + "put 'etcd' on the PATH or set " + BINARY_VARIABLE + " to its path. To skip the etcd tests instead "
                 + "(reported as skipped), run with -D" + SKIP_PROPERTY + "=true or set " + SKIP_VARIABLE + "=true.";
-        if (skipIfMissing()) {
+        if (Boolean.parseBoolean(properties.getProperty(SKIP_PROPERTY)) || Boolean.parseBoolean(environment.get(SKIP_VARIABLE))) {
             Assumptions.abort(message);
         }
         throw new IllegalStateException(message);
-    }
-
-    private static boolean skipIfMissing() {
-        return Boolean.parseBoolean(System.getProperty(SKIP_PROPERTY))
-                || Boolean.parseBoolean(System.getenv(SKIP_VARIABLE));
     }
 
     private static EtcdServer start(Path binary) {
