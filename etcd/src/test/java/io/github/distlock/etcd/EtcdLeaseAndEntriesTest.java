@@ -47,8 +47,10 @@ class EtcdLeaseAndEntriesTest {
 
     @BeforeAll
     static void startServer() {
-        server = EtcdServer.start();
-        client = EtcdTesting.connect(server.endpoint());
+        server = EtcdServer.startUnlessSkipped();
+        if (server != null) {
+            client = EtcdTesting.connect(server.endpoint());
+        }
     }
 
     @AfterAll
@@ -67,6 +69,7 @@ class EtcdLeaseAndEntriesTest {
 
     @BeforeEach
     void createProvider() {
+        EtcdServer.assumeRunning(server);
         provider = new EtcdLockProvider(client, NAMESPACE, EtcdTesting.WATCHDOG);
     }
 
@@ -80,7 +83,9 @@ class EtcdLeaseAndEntriesTest {
                 // half-closed by the test
             }
         }
-        provider.close();
+        if (provider != null) {
+            provider.close();
+        }
     }
 
     private <T extends AutoCloseable> T closeLater(T closeable) {

@@ -50,7 +50,33 @@ public final class EtcdServer implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
 
-    /** Starts a server, or fails (or, with the switch on, skips the calling test) when there is no etcd binary. */
+    /** Why the server was not started, when the skip switch let a missing binary pass. */
+    private static volatile String skipped;
+
+    /**
+     * Starts a server for a test class ({@code @BeforeAll}), or fails when there is no etcd binary; with the skip switch
+     * on, returns {@code null} instead, and each test then skips through {@link #assumeRunning} (so that every test is
+     * reported skipped: an abort in {@code @BeforeAll} is reported as nothing at all).
+     */
+    public static EtcdServer startUnlessSkipped() {
+        try {
+            return start();
+        }
+        catch (org.opentest4j.TestAbortedException missing) {
+            skipped = missing.getMessage();
+            return null;
+        }
+    }
+
+    /** Skips the calling test when {@link #startUnlessSkipped()} found no binary; returns the server otherwise. */
+    public static EtcdServer assumeRunning(EtcdServer server) {
+        if (server == null) {
+            Assumptions.abort(skipped);
+        }
+        return server;
+    }
+
+    /** Starts a server, or fails (or, with the switch on, aborts the calling test) when there is no etcd binary. */
     public static EtcdServer start() {
         Path binary = binary();
         for (int attempt = 1; ; attempt++) {
