@@ -156,11 +156,18 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         return client;
     }
 
-    /** Stops the timers and the connection listener; locks still held stay until released or their session ends. */
+    /**
+     * Stops the timers and the connection listener, and fails acquisitions still waiting (their nodes are deleted);
+     * locks still held stay until released or their session ends.
+     */
     @Override
     public void close() {
         closed = true;
         client.getConnectionStateListenable().removeListener(connectionListener);
+        for (Acquisition acquisition : waiting) {
+            acquisition.fail(new IllegalStateException("The ZooKeeper lock provider was closed while waiting for lock '"
+                    + acquisition.request.key() + "'"));
+        }
         timer.shutdownNow();
         callbacks.shutdown();
     }
