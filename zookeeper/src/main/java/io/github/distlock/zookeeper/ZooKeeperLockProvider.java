@@ -93,6 +93,10 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
      * @param basePath the node under which every key has its node, e.g. {@code /distlock}; not {@code /}
      */
     public ZooKeeperLockProvider(CuratorFramework client, String basePath) {
+        if (client.getState() != org.apache.curator.framework.imps.CuratorFrameworkState.STARTED) {
+            throw new IllegalArgumentException("The ZooKeeper lock backend needs a started CuratorFramework; this one is "
+                    + client.getState() + ": call start() on it where it is made (e.g. in its @Bean method)");
+        }
         this.client = client;
         this.basePath = checkBasePath(basePath);
         this.timer = Executors.newSingleThreadScheduledExecutor(task -> daemon(task, "distlock-zookeeper-timer"));

@@ -86,6 +86,17 @@ class DistlockZooKeeperAutoConfigurationTest {
     }
 
     @Test
+    void aCuratorFrameworkBeanThatWasNotStartedFailsTheStartupSayingSo() {
+        runner.withBean("appCurator", CuratorFramework.class,
+                () -> CuratorFrameworkFactory.newClient(server.getConnectString(), new RetryOneTime(100)))
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    assertThat(context.getStartupFailure()).rootCause().isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining("needs a started CuratorFramework; this one is LATENT");
+                });
+    }
+
+    @Test
     void withoutACuratorBeanOrAConnectStringThereIsNoBackend() {
         runner.run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(DistlockBackend.class)
                 .doesNotHaveBean(LockProvider.class));
