@@ -11,6 +11,7 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.test.LockProviderContractTest;
+import io.github.distlock.testsupport.EtcdServer;
 import io.github.distlock.testsupport.TcpProxy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -3,6 +3,7 @@ package io.github.distlock.etcd;
 import io.etcd.jetcd.Client;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.test.LockTemplateContractTest;
+import io.github.distlock.testsupport.EtcdServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 

@@ -1,4 +1,4 @@
-package io.github.distlock.etcd;
+package io.github.distlock.testsupport;
 
 import java.io.File;
 import java.io.IOException;
@@ -33,9 +33,9 @@ import static org.awaitility.Awaitility.await;
  */
 public final class EtcdServer implements AutoCloseable {
 
-    static final String BINARY_VARIABLE = "DISTLOCK_ETCD_SERVER";
-    static final String SKIP_PROPERTY = "distlock.etcd.skip-if-missing";
-    static final String SKIP_VARIABLE = "DISTLOCK_ETCD_SKIP_IF_MISSING";
+    public static final String BINARY_VARIABLE = "DISTLOCK_ETCD_SERVER";
+    public static final String SKIP_PROPERTY = "distlock.etcd.skip-if-missing";
+    public static final String SKIP_VARIABLE = "DISTLOCK_ETCD_SKIP_IF_MISSING";
 
     private final Process process;
     private final Path dataDir;
@@ -92,12 +92,12 @@ public final class EtcdServer implements AutoCloseable {
     }
 
     /** The etcd binary: DISTLOCK_ETCD_SERVER, else "etcd" on the PATH. */
-    static Path binary() {
+    public static Path binary() {
         return binary(System.getenv(), System.getProperties());
     }
 
     /** {@link #binary()}, looked up in the given environment and system properties. */
-    static Path binary(java.util.Map<String, String> environment, java.util.Properties properties) {
+    public static Path binary(java.util.Map<String, String> environment, java.util.Properties properties) {
         String configured = environment.get(BINARY_VARIABLE);
         if (configured != null && !configured.isBlank()) {
             Path path = Path.of(configured);
