@@ -55,10 +55,10 @@ abstract class MultiInstanceSale {
     private final List<AppProcess> apps = new ArrayList<>();
 
     /** Starts the lock backend the instances share and returns the arguments that point an instance at it. */
-    abstract List<String> startLockBackend();
+    abstract List<String> startLockBackend() throws Exception;
 
     /** Stops what {@link #startLockBackend()} started. */
-    abstract void stopLockBackend();
+    abstract void stopLockBackend() throws Exception;
 
     /**
      * The database the instances share: its JDBC URL and credentials, and what stops it.
@@ -86,7 +86,7 @@ abstract class MultiInstanceSale {
     }
 
     @BeforeAll
-    void startServersAndInstances() throws SQLException {
+    void startServersAndInstances() throws Exception {
         List<String> backendArguments = startLockBackend();
         database = startDatabase();
         // the schemas once, here: three instances creating them at the same moment would race each other
