@@ -59,7 +59,9 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  * <p>Watchdog locks ({@link LockRequest#watchdog()}) are renewed by one statement per period for all of this
  * provider's locks ({@code UPDATE ... WHERE instance = ?}), every third of the watchdog timeout; a renewal that finds
  * a lock no longer this provider's reports it through {@link LockHandle#whenLost} once, and so does a renewal that has
- * failed for a whole watchdog timeout (by then the database has expired the lock). A holder that dies stops renewing:
+ * failed for a whole watchdog timeout (by then the database has expired the lock), and so does {@link #close()}. Each
+ * lock is judged by its own owner's row, never by the statement's row count (see {@link #renew()}). A holder that dies
+ * stops renewing:
  * its lock expires within the watchdog timeout. Waiters poll with a doubling, jittered pause between tries, and give up
  * at the end of their wait.
  *

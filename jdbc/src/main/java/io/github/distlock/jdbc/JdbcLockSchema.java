@@ -43,6 +43,8 @@ public final class JdbcLockSchema {
     /**
      * Creates the lock table {@code tableName} (and its index) unless it exists, with the script for the database
      * {@code dataSource} is connected to, {@value JdbcLockOptions#DEFAULT_TABLE_NAME} replaced by {@code tableName}.
+     * Safe to run from several instances starting at once: on PostgreSQL they queue on an advisory lock of the table's
+     * name; elsewhere the database serializes the DDL, and an "already exists" is accepted when the table is there.
      *
      * @throws IllegalArgumentException when {@code tableName} is not a plain (optionally schema-qualified) name
      * @throws JdbcLockException when the script fails
