@@ -1,10 +1,16 @@
 package io.github.distlock.jdbc;
 
+import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTimeoutException;
+import java.sql.SQLTransientConnectionException;
 import java.util.Locale;
+import java.util.Set;
 
 /**
  * The SQL that differs between databases: the database's clock, and how an acquisition that races another one for the
@@ -51,7 +57,7 @@ enum JdbcDialect {
         @Override
         Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
             if (takeOver(connection, table, grant)) {
-                return grant.fenced() ? token(connection, table, grant) : NO_TOKEN;
+                return tokenOfTaken(connection, table, grant);
             }
             String sql = "INSERT IGNORE INTO " + table + " (lock_key, owner, instance, expires_at, token) VALUES (?, ?, ?, "
                     + now() + " + ?, " + now() + ")";
@@ -61,7 +67,7 @@ enum JdbcDialect {
                     return null;
                 }
             }
-            return grant.fenced() ? token(connection, table, grant) : NO_TOKEN;
+            return tokenOfTaken(connection, table, grant);
         }
     },
 
@@ -73,7 +79,7 @@ enum JdbcDialect {
         @Override
         Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
             if (takeOver(connection, table, grant)) {
-                return grant.fenced() ? token(connection, table, grant) : NO_TOKEN;
+                return tokenOfTaken(connection, table, grant);
             }
             String sql = "INSERT INTO " + table + " (lock_key, owner, instance, expires_at, token) VALUES (?, ?, ?, "
                     + now() + " + ?, " + now() + ")";
@@ -87,7 +93,7 @@ enum JdbcDialect {
                 }
                 throw ex;
             }
-            return grant.fenced() ? token(connection, table, grant) : NO_TOKEN;
+            return tokenOfTaken(connection, table, grant);
         }
     };
 
@@ -119,6 +125,42 @@ enum JdbcDialect {
      * acquired, {@code null} when another owner holds the key
      */
     abstract Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException;
+
+    /**
+     * The renewal of every live row of an instance by a lease from the database's now, leaving out the rows of
+     * {@code excluded} owners (bound by {@link #bindRenewal}). PostgreSQL can append {@code RETURNING owner}.
+     */
+    String renewal(String table, int excluded) {
+        return "UPDATE " + table + " SET expires_at = " + now + " + ? WHERE instance = ? AND owner IS NOT NULL AND "
+                + "expires_at > " + now + ((excluded == 0) ? ""
+                        : " AND owner NOT IN (" + String.join(", ", java.util.Collections.nCopies(excluded, "?")) + ")");
+    }
+
+    static void bindRenewal(PreparedStatement statement, String instance, long leaseMicros, Set<String> excluded)
+            throws SQLException {
+        statement.setLong(1, leaseMicros);
+        statement.setString(2, instance);
+        int index = 3;
+        for (String owner : excluded) {
+            statement.setString(index++, owner);
+        }
+    }
+
+    /**
+     * The token of a row this try has just taken (committed): a failure to read it must not read as "nothing taken",
+     * so it is reported as {@link TakenThenFailed}.
+     */
+    Long tokenOfTaken(Connection connection, String table, Grant grant) throws SQLException {
+        if (!grant.fenced()) {
+            return NO_TOKEN;
+        }
+        try {
+            return token(connection, table, grant);
+        }
+        catch (SQLException ex) {
+            throw new TakenThenFailed(ex);
+        }
+    }
 
     /** Takes the key's row if it is free or its holder's lease ran out (by the database's clock). */
     boolean takeOver(Connection connection, String table, Grant grant) throws SQLException {
@@ -152,13 +194,51 @@ enum JdbcDialect {
 
     /**
      * A statement that lost a race for a row with another transaction and may simply be tried again: a deadlock or
-     * serialization failure (SQLState class 40), a lock wait timeout (MySQL 1205, H2 50200) or H2's concurrent update
-     * (90131). None of them took the lock.
+     * serialization failure (SQLState class 40), a lock wait timeout (MySQL 1205, H2 50200, PostgreSQL's
+     * {@code lock_timeout} 55P03) or H2's concurrent update (90131). None of them changed anything.
      */
     static boolean isConflict(SQLException ex) {
+        if (ex instanceof TakenThenFailed) {
+            return false;
+        }
         String state = ex.getSQLState();
-        return (state != null && state.startsWith("40")) || ex.getErrorCode() == 1205 || ex.getErrorCode() == 1213
-                || ex.getErrorCode() == 50200 || ex.getErrorCode() == 90131;
+        return (state != null && state.startsWith("40")) || "55P03".equals(state) || ex.getErrorCode() == 1205
+                || ex.getErrorCode() == 1213 || ex.getErrorCode() == 50200 || ex.getErrorCode() == 90131;
+    }
+
+    /**
+     * Whether a failed statement may have committed all the same: the connection broke or the wait for the answer
+     * timed out (SQLState class 08, a timeout, PostgreSQL's cancel 57014 or its operator intervention class 57,
+     * MariaDB's interrupted query 70100, H2's broken connection 90067 or closed database 90098, an {@link IOException}
+     * in the causes, no SQLState at all), or the try had already taken its row ({@link TakenThenFailed}). Any other
+     * error is the database's answer to the statement, which in autocommit means it changed nothing.
+     */
+    static boolean isOutcomeUnknown(SQLException ex) {
+        if (ex instanceof TakenThenFailed || ex instanceof SQLTimeoutException
+                || ex instanceof SQLTransientConnectionException || ex instanceof SQLNonTransientConnectionException
+                || ex instanceof SQLRecoverableException) {
+            return true;
+        }
+        for (Throwable cause = ex.getCause(); cause != null && cause != cause.getCause(); cause = cause.getCause()) {
+            if (cause instanceof IOException) {
+                return true;
+            }
+        }
+        String state = ex.getSQLState();
+        return state == null || state.isEmpty() || state.startsWith("08") || state.startsWith("57")
+                || state.equals("70100") || ex.getErrorCode() == 90067 || ex.getErrorCode() == 90098;
+    }
+
+    /**
+     * A try that took (and committed) its row and then failed reading the row's token: the row is held by an owner
+     * nobody will be told about, and must be given back.
+     */
+    static final class TakenThenFailed extends SQLException {
+
+        TakenThenFailed(SQLException cause) {
+            super("the lock's row was taken, then reading its token failed: " + cause.getMessage(), cause.getSQLState(),
+                    cause.getErrorCode(), cause);
+        }
     }
 
     /**

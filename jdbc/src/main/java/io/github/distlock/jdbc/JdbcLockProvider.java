@@ -59,7 +59,9 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  * <p>Watchdog locks ({@link LockRequest#watchdog()}) are renewed by one statement per period for all of this
  * provider's locks ({@code UPDATE ... WHERE instance = ?}), every third of the watchdog timeout; a renewal that finds
  * a lock no longer this provider's reports it through {@link LockHandle#whenLost} once, and so does a renewal that has
- * failed for a whole watchdog timeout (by then the database has expired the lock). A holder that dies stops renewing:
+ * failed for a whole watchdog timeout (by then the database has expired the lock), and so does {@link #close()}. Each
+ * lock is judged by its own owner's row, never by the statement's row count (see {@link #renew()}). A holder that dies
+ * stops renewing:
  * its lock expires within the watchdog timeout. Waiters poll with a doubling, jittered pause between tries, and give up
  * at the end of their wait.
  *
@@ -81,6 +83,12 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     private static final int HELD = 0;
     private static final int RELEASING = 1;
     private static final int LOSS_REPORTED = 2;
+
+    /**
+     * The most rows left out of one renewal (each is a bind parameter of it): more give-backs at once come only from a
+     * database that answers nothing, when renewals fail anyway.
+     */
+    private static final int MAX_UNRENEWED = 1000;
 
     private final DataSource dataSource;
     private final JdbcLockOptions options;
@@ -108,6 +116,15 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     /** Watchdog acquisitions whose statement may have written a row that is not in {@link #watched} yet. */
     private final AtomicInteger inFlight = new AtomicInteger();
     private final Set<Attempt> pending = ConcurrentHashMap.newKeySet();
+    /**
+     * Owners whose rows are being given back (or were given up on): left out of the renewal, so that a row whose give-back
+     * keeps failing expires by itself within the watchdog timeout. Owner to when it may be forgotten
+     * ({@link System#nanoTime()}): two watchdog timeouts after the give-back began, when its row has expired even if a
+     * renewal sent just before the exclusion extended it.
+     */
+    private final Map<String, Long> unrenewed = new ConcurrentHashMap<>();
+    /** Whether the current thread is one of {@link #workers}: their statements need no hand-over to a worker. */
+    private final ThreadLocal<Boolean> onWorkerThread = ThreadLocal.withInitial(() -> false);
     private volatile SQLException lastRenewalFailure;
     private volatile boolean closed;
 
@@ -132,7 +149,11 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         this.watchdogNanos = options.watchdogTimeout().toNanos();
         this.watchdogMicros = TimeUnit.NANOSECONDS.toMicros(watchdogNanos);
         this.dialect = checkDatabase(this.dataSource, table);
-        this.workers = new ScheduledThreadPoolExecutor(options.threads(), daemons("distlock-jdbc"));
+        java.util.concurrent.ThreadFactory workerThreads = daemons("distlock-jdbc");
+        this.workers = new ScheduledThreadPoolExecutor(options.threads(), task -> workerThreads.newThread(() -> {
+            onWorkerThread.set(true);
+            task.run();
+        }));
         this.workers.setRemoveOnCancelPolicy(true);
         this.renewer = new ScheduledThreadPoolExecutor(2, daemons("distlock-jdbc-renewal"));
         long period = Math.max(1, watchdogNanos / 3);
@@ -210,14 +231,47 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * Keys are counted in UTF-16 chars, as Java and H2 count them: PostgreSQL counts code points (never more), and
-     * MySQL's {@code VARBINARY(1020)} holds 255 of them in UTF-8 (at most 3 bytes each, 4 for a pair).
+     * MySQL's {@code VARBINARY(1020)} holds 255 of them in UTF-8 (at most 3 bytes each, 4 for a pair). A NUL character
+     * is refused (PostgreSQL cannot store it in text at all), and so is half a surrogate pair, which has no UTF-8 form:
+     * the drivers would write it as {@code ?}, so that distinct keys would share one lock. Refused on every database,
+     * so that a key that works on H2 in tests does not fail on PostgreSQL in production.
      */
-    private static void checkKey(String key) {
+    static void checkKey(String key) {
         if (key.length() > MAX_KEY_LENGTH) {
             throw new IllegalArgumentException("Lock key is " + key.length() + " characters long; the jdbc backend's "
-                    + "table keeps keys of at most " + MAX_KEY_LENGTH + " (column lock_key): '" + key.substring(0, 40)
-                    + "...'");
+                    + "table keeps keys of at most " + MAX_KEY_LENGTH + " (column lock_key): '"
+                    + printable(key.substring(0, 40)) + "...'");
         }
+        for (int i = 0; i < key.length(); i++) {
+            char c = key.charAt(i);
+            if (c == 0) {
+                throw new IllegalArgumentException("Lock key '" + printable(key) + "' contains a NUL character (at "
+                        + i + "), which the jdbc backend's databases cannot store (PostgreSQL refuses it in text)");
+            }
+            if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+                i++;
+            }
+            else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException("Lock key '" + printable(key) + "' contains half a surrogate pair (at "
+                        + i + "), which has no UTF-8 form: the database would store it as '?', so that distinct keys "
+                        + "would share one lock");
+            }
+        }
+    }
+
+    /** The key for a message: control characters and surrogates as {@code \\uXXXX}. */
+    private static String printable(String key) {
+        StringBuilder out = new StringBuilder(key.length());
+        for (int i = 0; i < key.length(); i++) {
+            char c = key.charAt(i);
+            if (Character.isISOControl(c) || Character.isSurrogate(c)) {
+                out.append(String.format("\\u%04X", (int) c));
+            }
+            else {
+                out.append(c);
+            }
+        }
+        return out.toString();
     }
 
     /** The dialect detected from the connection (for tests and diagnostics). */
@@ -274,6 +328,59 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         });
     }
 
+    /**
+     * Runs {@code work} on one of this provider's workers and waits for it: so that every statement of this backend
+     * runs on the provider's threads, never on a caller's, where a thread-bound DataSource (a routing one, a
+     * {@link TransactionAwareDataSourceProxy} inside another wrapper) would hand out the caller's transactional
+     * connection. On a worker already, runs it at once (waiting for another worker could wait for itself).
+     */
+    private <T> T onWorker(SqlWork<T> work) throws SQLException {
+        if (onWorkerThread.get()) {
+            return withConnection(work);
+        }
+        CompletableFuture<T> result = new CompletableFuture<>();
+        execute(() -> {
+            try {
+                result.complete(withConnection(work));
+            }
+            catch (Throwable ex) {
+                result.completeExceptionally(ex);
+            }
+        });
+        try {
+            return result.get();
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new SQLException("interrupted while waiting for the statement's answer", ex);
+        }
+        catch (java.util.concurrent.ExecutionException ex) {
+            Throwable cause = ex.getCause();
+            if (cause instanceof SQLException sql) {
+                throw sql;
+            }
+            if (cause instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            if (cause instanceof Error error) {
+                throw error;
+            }
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    /** On a worker; once the provider is closed, on a thread of its own: never on the caller's. */
+    private void execute(Runnable task) {
+        try {
+            workers.execute(task);
+        }
+        catch (RejectedExecutionException closed) {
+            Thread thread = new Thread(task, "distlock-jdbc-closed");
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+
     private static void bind(PreparedStatement statement, Object... arguments) throws SQLException {
         for (int i = 0; i < arguments.length; i++) {
             if (arguments[i] instanceof Long value) {
@@ -293,14 +400,23 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     }
 
     /**
-     * Frees whatever {@code owner} may hold of {@code key} after a statement whose outcome is unknown (it failed, or its
-     * caller stopped waiting): again until a release got an answer. A fixed lease is given up on once it has passed
-     * (the row has expired by then); a watchdog row is tried until answered, because this provider's batched renewal
-     * keeps renewing it as long as it is live. Only this owner's row can match, so it can free nothing of anyone
-     * else's.
+     * Frees whatever {@code owner} may hold of {@code key} after a statement whose outcome is unknown (the connection
+     * broke, the answer timed out, the caller stopped waiting) or a release that did not get through: tried again every
+     * tenth of the lease (50 ms to 1 s) while the failures are themselves of unknown outcome or conflicts, for at most
+     * the row's lease (a fixed one) or the watchdog timeout. A failure that is the database's definite answer (an error
+     * that will come back every time) ends the retries at once. Only this owner's row can match, so it can free nothing
+     * of anyone else's.
+     *
+     * <p>A watchdog row is left out of the renewal from now on ({@link #unrenewed}): were it renewed with the instance's
+     * other rows, a give-back that can never get through would keep it held for as long as the provider lives; left
+     * out, it expires within the watchdog timeout, which is why the retries may stop then.
      */
     private void giveBack(String key, String owner, long leaseNanos, boolean watchdog) {
-        long deadline = System.nanoTime() + leaseNanos;
+        long start = System.nanoTime();
+        if (watchdog) {
+            unrenew(owner, start);
+        }
+        long deadline = start + leaseNanos;
         long period = Math.max(TimeUnit.MILLISECONDS.toNanos(50), Math.min(TimeUnit.SECONDS.toNanos(1), leaseNanos / 10));
         Runnable[] task = new Runnable[1];
         task[0] = () -> {
@@ -310,12 +426,36 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                 }
             }
             catch (SQLException | RuntimeException ex) {
-                if (watchdog || System.nanoTime() - deadline < 0) {
+                boolean retryable = !(ex instanceof SQLException sql) || JdbcDialect.isOutcomeUnknown(sql)
+                        || JdbcDialect.isConflict(sql);
+                if (retryable && System.nanoTime() - deadline < 0) {
                     scheduleQuietly(task[0], period);
+                }
+                else if (watchdog) {
+                    logger.warn("Gave up giving back lock '" + key + "' in " + table + " (owner " + owner + "): " + ex
+                            + "; its row is no longer renewed and expires by the database's clock within "
+                            + Duration.ofNanos(leaseNanos));
                 }
             }
         };
         scheduleQuietly(task[0], 0);
+    }
+
+    /** Leaves {@code owner}'s row out of the renewal (see {@link #unrenewed}); bounded, see {@link #MAX_UNRENEWED}. */
+    private void unrenew(String owner, long now) {
+        if (unrenewed.size() < MAX_UNRENEWED) {
+            unrenewed.put(owner, now + 2 * watchdogNanos);
+        }
+        else {
+            logger.warn("More than " + MAX_UNRENEWED + " lock rows of " + table + " are being given back at once; the "
+                    + "row of owner " + owner + " is renewed until its give-back gets through");
+        }
+    }
+
+    /** The owners to leave out of a renewal sent now, forgetting those whose rows have surely expired. */
+    private Set<String> unrenewed(long now) {
+        unrenewed.values().removeIf(until -> now - until >= 0);
+        return Set.copyOf(unrenewed.keySet());
     }
 
     private void scheduleQuietly(Runnable task, long delayNanos) {
@@ -373,8 +513,12 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                 }
                 catch (SQLException ex) {
                     if (!JdbcDialect.isConflict(ex)) {
-                        // the statement may have committed before the failure reached us: give back what it may hold
-                        giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos(), watchdog);
+                        if (JdbcDialect.isOutcomeUnknown(ex)) {
+                            // the statement may have committed before the failure reached us: give back what it may
+                            // hold. Any other error is the database's answer: in autocommit, nothing was written
+                            giveBack(grant.key(), grant.owner(), watchdog ? watchdogNanos : request.leaseNanos(),
+                                    watchdog);
+                        }
                         future.completeExceptionally(new JdbcLockException("Acquiring lock '" + request.key()
                                 + "' in table " + table + " failed", ex));
                         return;
@@ -444,26 +588,49 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     /**
      * Renews every watchdog lock of this provider with one statement, and reports those found lost.
      *
-     * <p>Usually the statement's row count tells that all watched locks were renewed: when nothing changed while it ran
-     * ({@link #changes} the same before and after, no watchdog acquisition {@link #inFlight} before or after), the rows
-     * it renewed are exactly the watched ones, and a count equal to their number means none was lost. Otherwise (or
-     * when the count is lower) a second statement reads which of this instance's rows are live, and only handles watched
-     * before that read was sent are judged by it: a handle is watched only after its row was committed, so the read
-     * sees the row of every handle it judges.
+     * <p>Invariant: a watched lock counts as renewed only when its own owner's row is seen renewed, never by a row
+     * count. The statement renews every live row of this instance, and some of them are not watched (a release waiting
+     * for a worker or a connection, a lock already reported lost, a cancelled acquisition's row): a count would let one
+     * of those stand in for a watched lock whose row was taken, and hide that loss. On PostgreSQL the renewal itself
+     * answers the owners it renewed ({@code RETURNING owner}); elsewhere a read of this instance's live rows follows it
+     * (a row live after the renewal and committed before it was renewed by it: only a takeover, which changes the owner,
+     * changes a live row's expiry otherwise).
+     *
+     * <p>A handle is watched only after its row was committed. So a handle watched before the renewal was sent
+     * ({@link #changes} then) is seen by it: renewed if its owner is among the answer, lost if not. A handle watched
+     * later is judged by the read that follows the renewal (MySQL, H2) if it was watched before that read was sent, and
+     * otherwise by the next renewal.
      */
     void renew() {
         if (watched.isEmpty() && inFlight.get() == 0) {
             return;
         }
         long before = changes.get();
-        int inFlightBefore = inFlight.get();
-        int size = watched.size();
         long sentAt = System.nanoTime();
+        Set<String> excluded = unrenewed(sentAt);
         String now = dialect.now();
-        int renewed;
+        Set<String> live = new HashSet<>();
+        long[] judged = {before};
         try {
-            renewed = update("UPDATE " + table + " SET expires_at = " + now + " + ? WHERE instance = ? AND owner IS NOT "
-                    + "NULL AND expires_at > " + now, watchdogMicros, instance);
+            withConnection(connection -> {
+                boolean returning = dialect == JdbcDialect.POSTGRESQL;
+                try (PreparedStatement statement = connection.prepareStatement(dialect.renewal(table, excluded.size())
+                        + (returning ? " RETURNING owner" : ""))) {
+                    JdbcDialect.bindRenewal(statement, instance, watchdogMicros, excluded);
+                    if (returning) {
+                        readOwners(statement, live);
+                        return null;
+                    }
+                    statement.executeUpdate();
+                }
+                judged[0] = changes.get();
+                try (PreparedStatement statement = connection.prepareStatement("SELECT owner FROM " + table
+                        + " WHERE instance = ? AND owner IS NOT NULL AND expires_at > " + now)) {
+                    statement.setString(1, instance);
+                    readOwners(statement, live);
+                }
+                return null;
+            });
         }
         catch (SQLException ex) {
             lastRenewalFailure = ex;
@@ -472,46 +639,29 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
             reportOverdue();
             return;
         }
-        boolean quiet = inFlightBefore == 0 && inFlight.get() == 0 && changes.get() == before;
-        if (quiet && renewed == size) {
-            watched.values().forEach(handle -> handle.renewedAt = Math.max(handle.renewedAt, sentAt));
-            return;
-        }
-        long judged = changes.get();
-        Set<String> live = new HashSet<>();
-        try {
-            withConnection(connection -> {
-                try (PreparedStatement statement = connection.prepareStatement("SELECT owner FROM " + table
-                        + " WHERE instance = ? AND expires_at > " + now)) {
-                    statement.setString(1, instance);
-                    try (ResultSet rows = statement.executeQuery()) {
-                        while (rows.next()) {
-                            live.add(rows.getString(1));
-                        }
-                    }
-                }
-                return null;
-            });
-        }
-        catch (SQLException ex) {
-            lastRenewalFailure = ex;
-            reportOverdue();
-            return;
-        }
         for (JdbcLockHandle handle : watched.values()) {
             if (live.contains(handle.owner)) {
                 if (handle.watchedAt <= before) {
-                    // watched (so committed) before the renewal was sent, and live after it: renewed by it
+                    // watched (so committed) before the renewal was sent, and seen live after it: renewed by it
                     handle.renewedAt = Math.max(handle.renewedAt, sentAt);
                 }
             }
-            else if (handle.watchedAt <= judged && watched.containsKey(handle.owner)) {
+            else if (handle.watchedAt <= judged[0] && watched.containsKey(handle.owner)) {
+                // a release of it unwatches it before its statement is sent: so this row was not freed by a release
                 unwatch(handle);
                 handle.reportLost("the watchdog found its row in " + table + " no longer its own (its lease ran out "
                         + "or the row was changed behind its back)");
             }
         }
         reportOverdue();
+    }
+
+    private static void readOwners(PreparedStatement statement, Set<String> owners) throws SQLException {
+        try (ResultSet rows = statement.executeQuery()) {
+            while (rows.next()) {
+                owners.add(rows.getString(1));
+            }
+        }
     }
 
     private void reportOverdueSafely() {
@@ -540,7 +690,9 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     /**
      * Stops renewing and polling; acquisitions still waiting fail with {@link IllegalStateException}; releases already
      * asked for still run. Held locks are not released: they expire within their lease or the watchdog timeout, as
-     * those of a process that died would. The {@link DataSource} belongs to whoever created it.
+     * those of a process that died would; the holders of watchdog locks are told at once through
+     * {@link LockHandle#whenLost} ("lock provider closed: renewal stopped"), since their leases now run out while they
+     * may still be working. The {@link DataSource} belongs to whoever created it.
      */
     @Override
     public void close() {
@@ -550,11 +702,18 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         // which wait for their pause, are dropped: their acquisitions fail below
         workers.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         workers.shutdown();
-        callbacks.shutdown();
+        // before the watched locks are told: a try that watches its handle and then completes its future either
+        // completes it first (and so was watched before the loop below), or finds it failed and gives the lock back
         for (Attempt attempt : pending) {
             attempt.future.completeExceptionally(new IllegalStateException("JdbcLockProvider closed while waiting for '"
                     + attempt.request.key() + "'"));
         }
+        for (JdbcLockHandle handle : watched.values()) {
+            unwatch(handle);
+            handle.reportLost("lock provider closed: renewal stopped");
+        }
+        // after the reports: those already handed to it still run
+        callbacks.shutdown();
     }
 
     @Override
@@ -608,7 +767,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
             String raise = "UPDATE " + table + " SET token = GREATEST(token + 1, " + now + ") WHERE lock_key = ? AND "
                     + "owner = ? AND expires_at > " + now;
             try {
-                Long issued = withConnection(connection -> {
+                Long issued = onWorker(connection -> {
                     try (PreparedStatement statement = connection.prepareStatement(raise)) {
                         statement.setString(1, key);
                         statement.setString(2, owner);
@@ -639,7 +798,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
             }
             String now = dialect.now();
             try {
-                return withConnection(connection -> {
+                return onWorker(connection -> {
                     try (PreparedStatement statement = connection.prepareStatement("SELECT 1 FROM " + table
                             + " WHERE lock_key = ? AND owner = ? AND expires_at > " + now)) {
                         statement.setString(1, key);
@@ -667,19 +826,22 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                     result.complete(releaseRow(key, owner));
                 }
                 catch (SQLException | RuntimeException ex) {
-                    // keeps trying in the background; the row expires within its lease in any case
-                    giveBack(key, owner, watchdog ? watchdogNanos : leaseNanos, watchdog);
+                    if (!(ex instanceof SQLException sql) || JdbcDialect.isOutcomeUnknown(sql)
+                            || JdbcDialect.isConflict(sql)) {
+                        // may or may not have freed it, or may succeed if tried again: keeps trying in the background
+                        giveBack(key, owner, watchdog ? watchdogNanos : leaseNanos, watchdog);
+                    }
+                    else if (watchdog) {
+                        // the database's definite answer, which a retry would get again: the row stays held until
+                        // it expires, so it must not be renewed with the instance's others
+                        unrenew(owner, System.nanoTime());
+                    }
                     result.completeExceptionally(new JdbcLockException("Releasing lock '" + key + "' in table " + table
                             + " failed", ex));
                 }
             };
-            try {
-                workers.execute(release);
-            }
-            catch (RejectedExecutionException closing) {
-                // closed: release on the caller's thread rather than leave the row held until it expires
-                release.run();
-            }
+            // closed: on a thread of its own rather than leave the row held until it expires
+            execute(release);
             return result;
         }
 
@@ -701,11 +863,18 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
             Consumer<String> callback = lostCallback;
             String reason = lostReason;
             if (callback != null && reason != null && lossFired.compareAndSet(false, true)) {
+                Runnable report = () -> callback.accept("Lock '" + key + "' lost: " + reason);
                 try {
-                    callbacks.execute(() -> callback.accept("Lock '" + key + "' lost: " + reason));
+                    callbacks.execute(report);
                 }
                 catch (RejectedExecutionException closed) {
-                    // the provider is closed: nobody is left to tell
+                    // the provider is closed (a callback registered after close()): told on the registering thread
+                    try {
+                        report.run();
+                    }
+                    catch (RuntimeException ex) {
+                        logger.warn("Loss callback of lock '" + key + "' failed", ex);
+                    }
                 }
             }
         }

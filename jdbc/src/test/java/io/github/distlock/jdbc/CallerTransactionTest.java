@@ -14,9 +14,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -120,6 +122,45 @@ class CallerTransactionTest {
             });
             assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM caller_work WHERE id = ?", Integer.class, id))
                     .as("the caller's own work, committed").isOne();
+        }
+    }
+
+    /**
+     * A DataSource that hands the caller's transactional connection to the caller's thread, and that the provider
+     * cannot unwrap (here a {@link TransactionAwareDataSourceProxy} inside another wrapper; a routing DataSource keyed
+     * by a thread-local would do the same): every statement of the lock, {@code newFencingToken()} and
+     * {@code stillHeld()} included, runs on the provider's threads, so none joins (or commits) the caller's
+     * transaction.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"H2", "POSTGRESQL"})
+    void aThreadBoundDataSourceTheProviderCannotUnwrapNeverJoinsTheCallersTransaction(String kind) {
+        Database db = database(kind);
+        FaultyDataSource recording = new FaultyDataSource(
+                new DelegatingDataSource(new TransactionAwareDataSourceProxy(db.dataSource())));
+        String key = "tx:thread-bound:" + kind + ":" + System.nanoTime();
+        TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(db.dataSource()));
+        JdbcTemplate jdbc = new JdbcTemplate(db.dataSource());
+        try (JdbcLockProvider provider = new JdbcLockProvider(recording.dataSource(),
+                JdbcLockProviderContract.options())) {
+            int started = recording.connectingThreads().size();
+            int id = java.util.concurrent.ThreadLocalRandom.current().nextInt(1_000_000_000);
+            LockHandle handle = transaction.execute(status -> {
+                jdbc.update("INSERT INTO caller_work (id) VALUES (?)", id);
+                LockHandle held = provider.acquire(new LockRequest(key, 0, 0, true, LockOwner.next())).join();
+                long first = held.fencingToken();
+                assertThat(held.newFencingToken()).isGreaterThan(first);
+                assertThat(held.stillHeld()).isTrue();
+                status.setRollbackOnly();
+                return held;
+            });
+            assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM caller_work WHERE id = ?", Integer.class, id))
+                    .as("the caller's own work, rolled back (a lock statement on its connection would have committed "
+                            + "it)").isZero();
+            assertThat(recording.connectingThreads().subList(started, recording.connectingThreads().size()))
+                    .as("threads that took the lock's connections").isNotEmpty()
+                    .allMatch(thread -> thread.startsWith("distlock-jdbc-"));
+            assertThat(handle.release()).isTrue();
         }
     }
 

@@ -16,6 +16,8 @@ import io.github.distlock.jdbc.JdbcLockProvider;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.test.InMemoryLockProvider;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
@@ -82,6 +84,38 @@ class DistlockJdbcAutoConfigurationTest {
             assertThat(context).hasFailed();
             assertThat(rootCause(context.getStartupFailure(), IllegalArgumentException.class))
                     .hasMessageContaining("distlock.jdbc.table-name").hasMessageContaining("locks; drop table users");
+        });
+    }
+
+    /**
+     * Names the backend's unquoted SQL cannot use fail the startup, not the first lock: a reserved word (a syntax error
+     * in every statement), a table name whose index name {@code <table>_instance} exceeds 63 characters (PostgreSQL
+     * truncates it, MySQL refuses more than 64).
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "order | uses the SQL reserved word 'order'",
+            "locks.User | uses the SQL reserved word 'User'",
+            "LOCK | uses the SQL reserved word 'LOCK'",
+            "a_table_name_of_fifty_five_characters_is_one_too_long_x | may have at most 54 characters",
+            "app.a_table_name_of_fifty_five_characters_is_one_too_long_x | index 'a_table_name_of_fifty_five_"})
+    void aTableNameTheDatabaseCannotTakeFailsTheStartupNamingTheProperty(String name, String message) {
+        runner.withPropertyValues("distlock.jdbc.table-name=" + name).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(rootCause(context.getStartupFailure(), IllegalArgumentException.class))
+                    .hasMessageContaining("distlock.jdbc.table-name '" + name + "'").hasMessageContaining(message);
+        });
+    }
+
+    @Test
+    void theLongestTableNameIsCreatedAndUsed() {
+        String name = "a_table_name_of_fifty_four_characters_is_just_right_xy";
+        assertThat(name).hasSize(54);
+        runner.withPropertyValues("distlock.jdbc.table-name=" + name).run(context -> {
+            assertThat(context).hasNotFailed();
+            String owner = context.getBean(LockTemplate.class).execute("long-table", LockOptions.DEFAULTS,
+                    () -> ownerOf(context.getBean(DataSource.class), name, "lock:long-table"));
+            assertThat(owner).startsWith(((JdbcLockProvider) context.getBean(LockProvider.class)).instanceId() + ":");
         });
     }
 
