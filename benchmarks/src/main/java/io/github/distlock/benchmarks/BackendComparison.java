@@ -112,22 +112,20 @@ public final class BackendComparison {
         int rounds = (args.length > 0) ? Integer.parseInt(args[0]) : 6;
         int seconds = (args.length > 1) ? Integer.parseInt(args[1]) : 3;
         System.out.println("load average at start: " + ClusterComparison.loadAverage());
-        List<Result> results;
-        Map<Backend, Long> held;
-        try (Setup setup = Setup.start()) {
-            results = measure(setup, rounds, seconds * 1000L, warmupMillis(seconds * 1000L));
-            held = setup.heldLocks();
-        }
-        print(results, System.out);
+        print(run(rounds, seconds * 1000L), System.out);
         System.out.println();
-        System.out.println("locks still held after the run: " + held);
         System.out.println("load average at the end: " + ClusterComparison.loadAverage());
     }
 
+    /** A run's results, and the locks still held in each store after its last slot (all 0 unless a release failed). */
+    record Run(List<Result> results, Map<Backend, Long> heldAfterwards) {
+    }
+
     /** Starts the servers and applications, measures, and stops all of it again, also when something fails. */
-    static List<Result> run(int rounds, long slotMillis) throws Exception {
+    static Run run(int rounds, long slotMillis) throws Exception {
         try (Setup setup = Setup.start()) {
-            return measure(setup, rounds, slotMillis, warmupMillis(slotMillis));
+            List<Result> results = measure(setup, rounds, slotMillis, warmupMillis(slotMillis));
+            return new Run(results, setup.heldLocks());
         }
     }
 
@@ -278,6 +276,13 @@ public final class BackendComparison {
             text.append(" <- ").append(root.getClass().getSimpleName());
         }
         return text.toString();
+    }
+
+    /** Prints the run's tables and the locks it left held. */
+    static void print(Run run, PrintStream out) {
+        print(run.results(), out);
+        out.println();
+        out.println("Locks still held after the run (rows with an owner, Redis lock keys): " + run.heldAfterwards());
     }
 
     /** Prints the table (every backend on every workload, with its ratios to Redis) and the operations by name. */
