@@ -184,11 +184,18 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * Revokes the session lease (etcd deletes the watchdog locks still held with it; waits up to a second for the
-     * answer) and stops renewing it; stops the timers and watches. The client is left open.
+     * answer) and stops renewing it, after telling the holders of those locks ({@link LockHandle#whenLost}); stops the
+     * timers and watches. The client is left open.
      */
     @Override
     public void close() {
         closed = true;
+        // the revocation below frees the watchdog locks still held, whose holders may still run: tell them first
+        held.forEach(handle -> {
+            if (handle.session != null) {
+                handle.lost("the etcd lock provider was closed, which revokes its session lease and frees the lock");
+            }
+        });
         CompletableFuture<Session> current = session.getAndSet(null);
         if (current != null && current.isDone() && !current.isCompletedExceptionally()) {
             Session s = current.join();
@@ -416,6 +423,11 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
                         .Else(Op.get(entry, GetOption.DEFAULT))
                         .commit().whenComplete((answer, txnFailure) -> guarded(() -> {
                             if (txnFailure != null) {
+                                if (!isNotFound(txnFailure)) {
+                                    // the answer may have been lost after etcd created the entry: delete it (its name
+                                    // is this acquisition's alone), or it stays on the renewed session lease for good
+                                    deleteEntry();
+                                }
                                 if (isNotFound(txnFailure) && !retried) {
                                     // the session lease expired on the server before we noticed: a new one, once
                                     s.waiters.remove(this);
@@ -442,7 +454,12 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
             check();
         }
 
-        /** Looks for the entry created last before ours among those we wait for: none means ours holds the lock. */
+        /**
+         * Looks for the entry created last before ours among those we wait for: none means ours holds the lock, if
+         * ours is still there. Both in one transaction: an entry of ours that vanished (its lease expired or was
+         * revoked before this provider noticed, or it was deleted) is no place in the queue, and a waiter that took
+         * the lock without one would hold it beside the next newcomer, who finds no entry ahead of its own.
+         */
         private void check() {
             if (state.get() != WAITING) {
                 return;
@@ -450,18 +467,24 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
             GetOption lastBefore = GetOption.builder().isPrefix(true).withMaxCreateRevision(revision - 1)
                     .withSortField(GetOption.SortTarget.CREATE).withSortOrder(GetOption.SortOrder.DESCEND)
                     .withLimit(1).withKeysOnly(true).build();
-            kv.get(blockers(), lastBefore).whenComplete((answer, failure) -> guarded(() -> {
-                if (failure != null) {
-                    fail(unwrap(failure));
-                    return;
-                }
-                checked(answer);
-            }));
+            kv.txn().If(new Cmp(entry, Cmp.Op.EQUAL, CmpTarget.createRevision(revision)))
+                    .Then(Op.get(blockers(), lastBefore)).commit().whenComplete((answer, failure) -> guarded(() -> {
+                        if (failure != null) {
+                            fail(unwrap(failure));
+                        }
+                        else if (!answer.isSucceeded()) {
+                            fail(new IllegalStateException("The etcd entry " + text(entry) + " of lock '" + request.key()
+                                    + "' vanished while waiting (its lease expired or was revoked, or it was deleted)"));
+                        }
+                        else {
+                            checked(answer.getGetResponses().get(0), answer.getHeader().getRevision());
+                        }
+                    }));
         }
 
-        private void checked(GetResponse answer) {
+        private void checked(GetResponse answer, long readRevision) {
             if (answer.getKvs().isEmpty()) {
-                acquired(answer.getHeader().getRevision());
+                acquired(readRevision);
                 return;
             }
             sawItTaken = true;
@@ -471,7 +494,7 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
             }
             KeyValue blocker = answer.getKvs().get(0);
             // from the revision just read: a deletion after the read is replayed, so none is missed
-            WatchOption deletions = WatchOption.builder().withRevision(answer.getHeader().getRevision() + 1)
+            WatchOption deletions = WatchOption.builder().withRevision(readRevision + 1)
                     .withNoPut(true).build();
             AtomicBoolean woken = new AtomicBoolean();
             Watch.Watcher next = watches.watch(blocker.getKey(), deletions, Watch.listener(response -> {
@@ -565,7 +588,7 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
                 runCallback(() -> future.complete(null));
                 return;
             }
-            kv.delete(entry).whenComplete((ignored, failure) -> runCallback(() -> future.complete(null)));
+            deleteEntry().whenComplete((ignored, failure) -> runCallback(() -> future.complete(null)));
         }
 
         void fail(Throwable failure) {
@@ -588,8 +611,33 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
             }
         }
 
-        private void deleteEntry() {
-            kv.delete(entry).exceptionally(failure -> null);
+        /**
+         * Deletes this acquisition's entry; completes after the first try. A try that fails (etcd unreachable for a
+         * moment) is repeated every second: the entry is on the session lease, which this provider renews as long as
+         * it lives, so an entry left behind would hold the lock, once first in the queue, for everyone. The retries
+         * stop once the session is lost (its lease expires, and the entry with it) or the provider is closed (it
+         * revokes the lease). The name is this acquisition's alone: deleting it never touches another's entry.
+         */
+        private CompletableFuture<Void> deleteEntry() {
+            CompletableFuture<Void> firstTry = new CompletableFuture<>();
+            deleteEntry(firstTry);
+            return firstTry;
+        }
+
+        private void deleteEntry(CompletableFuture<Void> firstTry) {
+            kv.delete(entry).whenComplete((ignored, failure) -> {
+                firstTry.complete(null);
+                Session s = session;
+                if (failure == null || closed || (s != null && s.lost.get())) {
+                    return;
+                }
+                try {
+                    schedule(() -> deleteEntry(firstTry), TimeUnit.SECONDS.toNanos(1));
+                }
+                catch (IllegalStateException closedMeanwhile) {
+                    // closed: the session lease is revoked, and the entry with it
+                }
+            });
         }
 
         private void endWaiting() {
@@ -657,6 +705,10 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
 
     boolean isClosed() {
         return closed;
+    }
+
+    static String text(ByteSequence bytes) {
+        return bytes.toString(StandardCharsets.UTF_8);
     }
 
     static ByteSequence bytes(String text) {

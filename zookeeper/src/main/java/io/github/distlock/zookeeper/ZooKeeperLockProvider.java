@@ -162,11 +162,15 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * Stops the timers and the connection listener, and fails acquisitions still waiting (their nodes are deleted);
-     * locks still held stay until released or their session ends.
+     * locks still held stay until released or their session ends. Their holders are told ({@link LockHandle#whenLost})
+     * first: nothing watches their locks any more, and a provider on a client of its own closes that client next,
+     * which ends the session and frees them while their holders may still run.
      */
     @Override
     public void close() {
         closed = true;
+        reportHeldLost("the ZooKeeper lock provider was closed: the lock is no longer watched, and goes with the "
+                + "session when the provider's client is closed");
         client.getConnectionStateListenable().removeListener(connectionListener);
         for (Acquisition acquisition : waiting) {
             acquisition.fail(new IllegalStateException("The ZooKeeper lock provider was closed while waiting for lock '"
