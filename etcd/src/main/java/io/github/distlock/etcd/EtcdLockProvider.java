@@ -252,6 +252,8 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
 
         final long leaseId;
         final long ttlMillis;
+        /** Renewed this often: a third of the TTL. */
+        private final long period;
         /** When the latest renewal the server confirmed was sent (the lease runs at least TTL from then). */
         private volatile long confirmedAt;
         private final CompletableFuture<Session> published;
@@ -264,12 +266,12 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         Session(long leaseId, long ttlSeconds, long grantedSince, CompletableFuture<Session> published) {
             this.leaseId = leaseId;
             this.ttlMillis = TimeUnit.SECONDS.toMillis(ttlSeconds);
+            this.period = Math.max(50, ttlMillis / 3);
             this.confirmedAt = grantedSince;
             this.published = published;
         }
 
         void start() {
-            long period = Math.max(50, ttlMillis / 3);
             try {
                 renewal = timer.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.MILLISECONDS);
             }
@@ -287,7 +289,9 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
 
         private void renew() {
             long silentFor = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - confirmedAt);
-            if (silentFor > ttlMillis * 2 / 3) {
+            // ">=" two periods: the second tick after the last confirmed renewal always sees at least that much
+            // silence, so the holder is told a third of the TTL before etcd can expire the lease, not at about the TTL
+            if (silentFor >= 2 * period) {
                 lose("its etcd lease " + Long.toHexString(leaseId) + " was not renewed for " + silentFor + " ms (TTL "
                         + ttlMillis + " ms): etcd is unreachable, and the lease may expire before it can be renewed");
                 return;

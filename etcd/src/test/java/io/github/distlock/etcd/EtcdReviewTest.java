@@ -200,7 +200,9 @@ class EtcdReviewTest {
         await().atMost(SLACK).until(() -> System.nanoTime() - start > wait.plusMillis(300).toNanos());
         proxy.dropConnections();
         proxy.resume();
-        assertThat(outcome(waiter)).as("the waiter that gave up").isNull();
+        // "not acquired", or on a loaded machine the failure of a check the dropped connection cut: never a lock
+        Object gaveUp = outcome(waiter);
+        assertThat(gaveUp == null || gaveUp instanceof Throwable).as("the waiter that gave up: %s", gaveUp).isTrue();
 
         assertThat(holder.release()).isTrue();
         await().atMost(SLACK).until(() -> entries("blip").isEmpty());

@@ -23,6 +23,13 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
@@ -110,8 +117,22 @@ public final class DistlockEtcdAutoConfiguration {
         static final class ClientBean {
         }
 
-        @ConditionalOnProperty(prefix = "distlock.etcd", name = "endpoints")
+        // not @ConditionalOnProperty: it does not see a list written as endpoints[0], endpoints[1] (YAML's lists)
+        @Conditional(EndpointsSet.class)
         static final class Endpoints {
+        }
+    }
+
+    /** {@code distlock.etcd.endpoints} set, as one comma-separated value or as an indexed list. */
+    static final class EndpointsSet extends SpringBootCondition {
+
+        @Override
+        public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            boolean set = Binder.get(context.getEnvironment())
+                    .bind("distlock.etcd.endpoints", Bindable.listOf(String.class))
+                    .map(endpoints -> !endpoints.isEmpty()).orElse(false);
+            return set ? ConditionOutcome.match("distlock.etcd.endpoints is set")
+                    : ConditionOutcome.noMatch("distlock.etcd.endpoints is not set");
         }
     }
 }
