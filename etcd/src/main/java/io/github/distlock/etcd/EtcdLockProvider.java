@@ -157,6 +157,7 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         if (closed) {
             throw new IllegalStateException("The etcd lock provider is closed");
         }
+        encode(request.key()); // a key etcd cannot tell apart fails the caller, before anything is written
         Acquisition acquisition = new Acquisition(request);
         acquisition.start();
         return acquisition.future;
@@ -167,8 +168,23 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         return namespace + encode(key) + "/";
     }
 
-    /** {@code key} without {@code /} (nor {@code %}, so that encodings stay distinct). */
+    /**
+     * {@code key} without {@code /} (nor {@code %}, so that encodings stay distinct).
+     *
+     * @throws IllegalArgumentException for a key with an unpaired surrogate: UTF-8 writes every one of them as
+     * {@code ?}, so two different keys would share one lock
+     */
     static String encode(String key) {
+        for (int i = 0; i < key.length(); i++) {
+            char c = key.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+                i++;
+            }
+            else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException("Lock key '" + key + "' has an unpaired surrogate (\\u"
+                        + String.format("%04X", (int) c) + " at " + i + "), which etcd would store as '?'");
+            }
+        }
         return key.replace("%", "%25").replace("/", "%2F");
     }
 

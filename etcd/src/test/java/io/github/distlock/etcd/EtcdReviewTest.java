@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -243,5 +244,13 @@ class EtcdReviewTest {
         await().during(Duration.ofSeconds(1)).atMost(SLACK).until(() -> entries("cancel-in-flight").size() == 1);
         assertThat(holder.release()).isTrue();
         assertThat(entries("cancel-in-flight")).isEmpty();
+    }
+
+    /** Keys that differ only in an unpaired surrogate would share one lock (UTF-8 writes each as '?'): refused. */
+    @Test
+    void aKeyWithAnUnpairedSurrogateIsRefused() {
+        assertThatThrownBy(() -> EtcdLockProvider.encode("a\uD800")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unpaired surrogate");
+        assertThat(EtcdLockProvider.encode("a\uD83D\uDE00/b")).isEqualTo("a\uD83D\uDE00%2Fb");
     }
 }

@@ -29,8 +29,19 @@ final class LockPaths {
 
     /** The path of the node whose children are the lock nodes of {@code key}. */
     static String lockPath(String basePath, String key) {
-        return ZKPaths.makePath(basePath, segment(key));
+        String path = ZKPaths.makePath(basePath, segment(key));
+        if (path.length() > MAX_PATH_CHARS) {
+            // over ZooKeeper's packet limit (jute.maxbuffer) the server resets the connection every lock shares, and
+            // the client resends the create: every other holder would hear SUSPENDED, again and again
+            throw new IllegalArgumentException("Lock key of " + key.length() + " characters is too long for "
+                    + "ZooKeeper: its node path would have " + path.length() + " characters, at most "
+                    + MAX_PATH_CHARS + " are allowed");
+        }
+        return path;
     }
+
+    /** Far below ZooKeeper's default 1 MB packet limit, even at 4 bytes a character, and far above any sane key. */
+    static final int MAX_PATH_CHARS = 32_768;
 
     /** {@code key} as one valid node name; distinct keys give distinct names. */
     static String segment(String key) {
@@ -41,7 +52,12 @@ final class LockPaths {
         int i = 0;
         while (i < key.length()) {
             int codePoint = key.codePointAt(i);
-            if (codePoint == '/' || codePoint == '%' || isRefusedByZooKeeper(codePoint)) {
+            if (Character.isSurrogate((char) codePoint) && codePoint <= 0xFFFF) {
+                // an unpaired surrogate: UTF-8 would write any of them as '?'; "%u" never comes from an escape, as
+                // every '%' of a key is escaped
+                name.append("%u").append(String.format("%04X", codePoint));
+            }
+            else if (codePoint == '/' || codePoint == '%' || isRefusedByZooKeeper(codePoint)) {
                 for (byte b : new String(Character.toChars(codePoint)).getBytes(StandardCharsets.UTF_8)) {
                     name.append('%').append(Character.toUpperCase(Character.forDigit((b >> 4) & 0xF, 16)))
                             .append(Character.toUpperCase(Character.forDigit(b & 0xF, 16)));
