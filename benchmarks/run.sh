@@ -19,4 +19,5 @@ if [[ "$mode" == jmh ]]; then
   shift
   exec java -jar "$JAR" "$@"
 fi
-exec java -Xms1g -Xmx1g -cp "$JAR" io.github.distlock.benchmarks.Suite "$@"
+# BENCH_JAVA_OPTS: e.g. -Dbench.backends=all for the backends part with PostgreSQL synchronous_commit off too
+exec java -Xms1g -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$JAR" io.github.distlock.benchmarks.Suite "$@"
