@@ -1,7 +1,7 @@
 package io.github.distlock;
 
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 import io.github.distlock.observation.LockCallOutcome;
 import io.github.distlock.observation.LockObservationContext;
@@ -29,10 +29,24 @@ final class ActiveCall {
     final Observation observation;
     /** 0 while waiting; when every key is held, the {@link System#nanoTime()} it happened. */
     volatile long acquiredAt;
-    private final AtomicInteger releasesLeft;
-    /** The worst outcome of the releases answered so far (ordinal order: later is worse). */
-    private volatile LockCallOutcome releaseOutcome = LockCallOutcome.RELEASED;
-    private final AtomicBoolean ended = new AtomicBoolean();
+    /** Keys whose release has not answered yet; only counted for calls on several keys. */
+    private int releasesLeft;
+    /** The worst outcome of the releases answered so far (ordinal order: later is worse); under {@code this}. */
+    private LockCallOutcome releaseOutcome = LockCallOutcome.RELEASED;
+    /** 0 until ended; set once through {@link #ENDED}. Fields, not atomics: one object per call, not three. */
+    @SuppressWarnings("unused")
+    private volatile int ended;
+
+    private static final VarHandle ENDED;
+
+    static {
+        try {
+            ENDED = MethodHandles.lookup().findVarHandle(ActiveCall.class, "ended", int.class);
+        }
+        catch (ReflectiveOperationException ex) {
+            throw new ExceptionInInitializerError(ex);
+        }
+    }
 
     ActiveCall(String[] keys, LockHandle[] handles, LockOptions options, long owner, long leaseNanos, long start,
             Observation observation) {
@@ -44,7 +58,7 @@ final class ActiveCall {
         this.thread = Thread.currentThread().getName();
         this.start = start;
         this.observation = observation;
-        this.releasesLeft = new AtomicInteger(keys.length);
+        this.releasesLeft = keys.length;
     }
 
     void acquired(long acquiredAt) {
@@ -59,17 +73,21 @@ final class ActiveCall {
      * {@code null}.
      */
     LockCallOutcome keyReleased(LockCallOutcome outcome) {
+        if (keys.length == 1) {
+            return outcome;
+        }
+        // releases of several keys may answer on several threads at once
         synchronized (this) {
             if (outcome.ordinal() > releaseOutcome.ordinal()) {
                 releaseOutcome = outcome;
             }
+            return (--releasesLeft == 0) ? releaseOutcome : null;
         }
-        return (releasesLeft.decrementAndGet() == 0) ? releaseOutcome : null;
     }
 
     /** Whether this is the first end of the call: only that one is reported. */
     boolean end() {
-        return ended.compareAndSet(false, true);
+        return ENDED.compareAndSet(this, 0, 1);
     }
 
     /** Owner ids are sequential: a cheap, well-spread hash without the identity hash's header write. */

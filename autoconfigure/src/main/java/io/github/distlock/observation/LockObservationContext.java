@@ -13,7 +13,7 @@ import io.micrometer.observation.Observation;
 public class LockObservationContext extends Observation.Context {
 
     /** The event marking the end of the wait and the start of the hold. */
-    public static final Observation.Event ACQUIRED = Observation.Event.of("distlock.acquired", "lock acquired");
+    public static final Observation.Event ACQUIRED = Observation.Event.of("acquired", "lock acquired");
 
     private final List<String> keys;
     private final String lockName;

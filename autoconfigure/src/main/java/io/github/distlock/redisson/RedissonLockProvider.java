@@ -133,6 +133,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private volatile LockInstance announced;
     private java.util.concurrent.ScheduledFuture<?> announcing;
     private volatile CompletableFuture<Long> pendingPing;
+    /** Written and read on the give-back thread only. */
+    private CompletableFuture<?> pendingAnnouncement;
     private final long watchdogMillis;
     private final LeaseMonitor monitor;
     private final ScheduledExecutorService giveBacks;
@@ -531,11 +533,17 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     private void writeAnnouncement() {
         LockInstance self = announced;
+        CompletableFuture<?> previous = pendingAnnouncement;
+        if (previous != null && !previous.isDone()) {
+            // Redis unreachable: the last write is still being retried; don't pile more commands onto the lock calls'
+            return;
+        }
         try {
             // not waited for: the executor also runs give-backs, which must not queue behind an unreachable Redis
-            redisson.getScript(StringCodec.INSTANCE).evalAsync(instanceKey(clientId), RScript.Mode.READ_WRITE, ANNOUNCE,
-                    RScript.ReturnType.LONG, List.<Object>of(instanceKey(clientId)), self.application(), self.host(),
-                    String.valueOf(self.pid()), String.valueOf(watchdogMillis));
+            pendingAnnouncement = redisson.getScript(StringCodec.INSTANCE).evalAsync(instanceKey(clientId),
+                    RScript.Mode.READ_WRITE, ANNOUNCE, RScript.ReturnType.LONG, List.<Object>of(instanceKey(clientId)),
+                    self.application(), self.host(), String.valueOf(self.pid()), String.valueOf(watchdogMillis))
+                    .toCompletableFuture();
         }
         catch (RuntimeException ex) {
             // shutting down: nothing more to announce
