@@ -473,15 +473,27 @@ public class DefaultLockTemplate implements LockTemplate {
         }
         catch (IllegalArgumentException ex) {
             // a key or an option the backend refuses: the caller's mistake, not an outage
-            releasePartial(taken, index, LockCallOutcome.ERROR).whenComplete((ignored, never) -> result.completeExceptionally(ex));
+            releasePartial(taken, index, LockCallOutcome.ERROR)
+                    .whenComplete((ignored, never) -> result.completeExceptionally(ex));
             return;
         }
         catch (RuntimeException ex) {
             failTaking(index, taken, key, ex, result);
             return;
         }
+        // a caller that stops waiting (interrupted, cancelled) stops the backend's wait too: a backend left polling or
+        // queued would take the key after the holder's release only to give it back, ahead of the live waiters
+        result.whenComplete((ignored, never) -> {
+            if (!acquisition.isDone()) {
+                acquisition.cancel(false);
+            }
+        });
         acquisition.whenComplete((handle, failure) -> {
-            if (failure != null) {
+            if ((failure != null || handle == null) && result.isDone()) {
+                // abandoned, and the caller has been told: only give back the keys taken before this one
+                releasePartial(taken, index, LockCallOutcome.CANCELLED);
+            }
+            else if (failure != null) {
                 failTaking(index, taken, key, unwrap(failure), result);
             }
             else if (handle == null) {

@@ -1,5 +1,7 @@
 package io.github.distlock.benchmarks;
 
+import java.util.Arrays;
+
 import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
@@ -10,11 +12,16 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.core.env.Environment;
 
 /**
- * The application the benchmarks run: distlock's auto-configuration on a real Redis, one {@link LockedService}.
+ * The application the benchmarks run: distlock's auto-configuration on a real Redis (or, given a
+ * {@code spring.datasource.url} and {@code distlock.backend=jdbc}, on a database), one {@link LockedService}.
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
 public class BenchApplication {
+
+    /** Excluded from the applications that have no database (see {@link #start(RedissonVariant, String...)}). */
+    static final String DATA_SOURCE_AUTO_CONFIGURATION =
+            "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration";
 
     /** The annotated bean; Spring proxies it. */
     @Bean
@@ -22,12 +29,21 @@ public class BenchApplication {
         return new LockedService();
     }
 
-    /** Applies the {@code bench.redisson-config} variant, so the same code measures each candidate default. */
+    /**
+     * Applies the {@code bench.redisson-config} variant, so the same code measures each candidate default, and
+     * {@code bench.check-lock-synced-slaves} when set (Redisson's default, {@code true}, otherwise).
+     */
     @Bean
     RedissonConfigCustomizer benchRedissonConfig(Environment environment) {
         RedissonVariant variant = RedissonVariant.valueOf(
                 environment.getProperty("bench.redisson-config", "DEFAULT").toUpperCase(java.util.Locale.ROOT));
-        return variant::apply;
+        Boolean checkSyncedSlaves = environment.getProperty("bench.check-lock-synced-slaves", Boolean.class);
+        return config -> {
+            variant.apply(config);
+            if (checkSyncedSlaves != null) {
+                config.setCheckLockSyncedSlaves(checkSyncedSlaves);
+            }
+        };
     }
 
     /**
@@ -36,16 +52,30 @@ public class BenchApplication {
      * @param variant the Redisson {@code Config} variant to apply on top of what distlock builds
      */
     public static ConfigurableApplicationContext start(int port, RedissonVariant variant) {
-        return new SpringApplicationBuilder(BenchApplication.class)
+        return start(variant, "spring.data.redis.host=127.0.0.1", "spring.data.redis.port=" + port);
+    }
+
+    /**
+     * Starts the application with the given connection properties ({@code spring.data.redis.cluster.nodes=...} for a
+     * cluster, {@code spring.datasource.*} for a database) and any {@code bench.*} settings.
+     *
+     * @param variant the Redisson {@code Config} variant to apply on top of what distlock builds
+     * @param properties {@code name=value} pairs
+     */
+    public static ConfigurableApplicationContext start(RedissonVariant variant, String... properties) {
+        SpringApplicationBuilder builder = new SpringApplicationBuilder(BenchApplication.class)
                 .web(WebApplicationType.NONE)
                 .logStartupInfo(false)
                 .properties(
                         "spring.main.banner-mode=off",
-                        "spring.data.redis.host=127.0.0.1",
-                        "spring.data.redis.port=" + port,
                         // Redisson logs every connection at INFO; keep the benchmark output readable
                         "logging.level.root=WARN",
-                        "bench.redisson-config=" + variant.name())
-                .run();
+                        "bench.redisson-config=" + variant.name());
+        if (Arrays.stream(properties).noneMatch(p -> p.startsWith("spring.datasource.url="))) {
+            // HikariCP is on the class path for BackendComparison's database application; without a URL Boot's
+            // DataSource auto-configuration would fail the start of every Redis-only application
+            builder.properties("spring.autoconfigure.exclude=" + DATA_SOURCE_AUTO_CONFIGURATION);
+        }
+        return builder.properties(properties).run();
     }
 }

@@ -60,7 +60,9 @@ public class OverheadBenchmark {
                         // no Redis here: the only lock provider is the in-memory one below
                         "spring.autoconfigure.exclude="
                                 + "io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration,"
-                                + "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")
+                                + "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration,"
+                                // nor a database: HikariCP is on the class path for BackendComparison
+                                + BenchApplication.DATA_SOURCE_AUTO_CONFIGURATION)
                 .run();
         provider = context.getBean(LockProvider.class);
         template = context.getBean(LockTemplate.class);

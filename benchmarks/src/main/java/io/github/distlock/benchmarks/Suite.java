@@ -29,7 +29,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
 /**
  * Runs every benchmark in one go and writes one Markdown report with the ratios: {@code Suite quick} for a look in a
  * few minutes, {@code Suite full} for the numbers to publish (about 45 minutes on two cores). Optional further
- * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested}.
+ * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends}.
  *
  * <p>JMH's own log and JSON results go next to the report in {@code target/results/<mode>-<time>/}.
  */
@@ -49,7 +49,7 @@ public final class Suite {
     public static void main(String[] args) throws Exception {
         boolean full = args.length > 0 && args[0].equals("full");
         Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants",
-                "types", "nested"));
+                "types", "nested", "cluster", "backends"));
         if (args.length > 1) {
             parts = new LinkedHashSet<>(List.of(args).subList(1, args.length));
         }
@@ -57,6 +57,8 @@ public final class Suite {
             parts.remove("variants");
             parts.remove("types");
             parts.remove("nested");
+            parts.remove("cluster");
+            parts.remove("backends");
         }
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = Path.of("target", "results", (full ? "full-" : "quick-") + stamp);
@@ -75,6 +77,8 @@ public final class Suite {
                     case "variants" -> suite.variants();
                     case "types" -> suite.types();
                     case "nested" -> suite.nested();
+                    case "cluster" -> suite.cluster();
+                    case "backends" -> suite.backends();
                     default -> throw new IllegalArgumentException("unknown part " + part);
                 }
                 Files.write(dir.resolve("report.md"), buffer.toByteArray());
@@ -337,6 +341,33 @@ public final class Suite {
             results.add(InterleavedComparison.run(InterleavedComparison.nestedCases(), t, full ? 5 : 2, full ? 3 : 2));
         }
         InterleavedComparison.printNested(results, report);
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+    }
+
+    private void cluster() throws Exception {
+        section("Redis Cluster next to a single server",
+                "One JVM, one run: a single redis-server, a 3-master cluster and a 3+3 cluster, one application each (the "
+                        + "3+3 cluster twice: checkLockSyncedSlaves on and off). @DistributedLock, one try, watchdog, "
+                        + "one key per thread. The deployments take turns in equal time slots, in an order rotating per "
+                        + "round; \"vs single\" is computed per round from neighbouring slots.");
+        report.printf(Locale.ROOT, "Load average at start: %s%n", loadAverage());
+        progress("cluster comparison");
+        int[] threads = full ? new int[] {1, 8, 64} : new int[] {1, 8};
+        ClusterComparison.print(ClusterComparison.run(threads, full ? 4 : 2, full ? 3_000 : 2_000), report);
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+    }
+
+    private void backends() throws Exception {
+        section("Database backend (PostgreSQL) next to Redis",
+                "One JVM, one run: a redis-server and an embedded PostgreSQL (pg_stat_statements loaded), one application "
+                        + "on Redis and two on PostgreSQL (distlock.backend=jdbc; two databases of one server, "
+                        + "synchronous_commit on and off). @DistributedLock, wait up to 30 s, watchdog, a tiny body (an "
+                        + "exclusion check). The backends take turns in equal time slots, in an order rotating per round; "
+                        + "\"vs Redis\" is computed per round from neighbouring slots. ops = Redis commands or SQL "
+                        + "statements per successful cycle.");
+        report.printf(Locale.ROOT, "Load average at start: %s%n", loadAverage());
+        progress("backend comparison");
+        BackendComparison.print(BackendComparison.run(full ? 6 : 3, full ? 3_000 : 2_000), report);
         report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
     }
 

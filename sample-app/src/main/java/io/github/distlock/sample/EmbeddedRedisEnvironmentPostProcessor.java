@@ -17,7 +17,7 @@ import org.springframework.core.env.MapPropertySource;
  * Starts a {@code redis-server} on a free loopback port when the application configures no Redis, so the sample runs
  * on a machine with nothing installed. Any of {@code spring.data.redis.host}, {@code port}, {@code url},
  * {@code sentinel.nodes}, {@code cluster.nodes} or {@code masterreplica.nodes} means "use that Redis instead";
- * {@code sample.embedded-redis.enabled=false} turns this off.
+ * {@code sample.embedded-redis.enabled=false}, or a {@code distlock.backend} other than {@code redis}, turns this off.
  *
  * <p>The server becomes a bean with {@code close} as its destroy method: it is created before the application's own
  * beans and so destroyed after them, after the Redisson client has shut down.
@@ -43,7 +43,9 @@ public class EmbeddedRedisEnvironmentPostProcessor implements EnvironmentPostPro
 
     @Override
     public void postProcessEnvironment(ConfigurableEnvironment environment, SpringApplication application) {
+        String backend = environment.getProperty("distlock.backend", "redis");
         if (!environment.getProperty("sample.embedded-redis.enabled", Boolean.class, true)
+                || !backend.strip().equalsIgnoreCase("redis")
                 || REDIS_SETTINGS.stream().anyMatch(environment::containsProperty)) {
             return;
         }

@@ -13,13 +13,13 @@ class MultiInstanceClusterTest extends MultiInstanceSale {
     private RedisCluster cluster;
 
     @Override
-    List<String> startRedis() {
+    List<String> startLockBackend() {
         cluster = RedisCluster.start();
         return List.of("--spring.data.redis.cluster.nodes=" + String.join(",", cluster.nodeAddresses()));
     }
 
     @Override
-    void stopRedis() {
+    void stopLockBackend() {
         if (cluster != null) {
             cluster.close();
         }

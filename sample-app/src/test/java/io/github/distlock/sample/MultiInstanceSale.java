@@ -32,8 +32,8 @@ import org.springframework.jdbc.datasource.init.ScriptUtils;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Three instances of the sample as separate JVMs, sharing one Redis (a single server, or a cluster: see the
- * subclasses) and one H2 database (a TCP server in this JVM), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
+ * Three instances of the sample as separate JVMs, sharing one lock backend (a Redis server, a Redis cluster, or
+ * the database itself: see the subclasses) and one database (H2 as a TCP server in this JVM, or PostgreSQL), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
  * requests, a user's copies in flight together and on different instances), with 60 items of each in stock. The
  * database must show one order per user and product, and exactly the stock sold. The same traffic on the unsafe
  * endpoint must show duplicates or overselling, which is what makes the first half a test.
@@ -51,29 +51,57 @@ abstract class MultiInstanceSale {
     private static final Duration LOAD_TIMEOUT = Duration.ofSeconds(120);
 
     private static final ShopClient client = new ShopClient();
-    private Server h2;
-    private String jdbcUrl;
+    private SharedDatabase database;
     private final List<AppProcess> apps = new ArrayList<>();
 
-    /** Starts the Redis the instances share and returns the arguments that point an instance at it. */
-    abstract List<String> startRedis();
+    /** Starts the lock backend the instances share and returns the arguments that point an instance at it. */
+    abstract List<String> startLockBackend() throws Exception;
 
-    /** Stops what {@link #startRedis()} started. */
-    abstract void stopRedis();
+    /** Stops what {@link #startLockBackend()} started. */
+    abstract void stopLockBackend() throws Exception;
+
+    /**
+     * The database the instances share: its JDBC URL and credentials, and what stops it.
+     *
+     * @param schema the lock table's script, for a database that also holds the locks, else {@code null}
+     */
+    record SharedDatabase(String jdbcUrl, String user, String password, AutoCloseable server, String schema) {
+    }
+
+    /** Starts the shared database: by default H2 as a TCP server in this JVM. */
+    SharedDatabase startDatabase() throws SQLException {
+        Server h2 = startH2();
+        return new SharedDatabase("jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:shop;DB_CLOSE_DELAY=-1", "sa", "",
+                h2::stop, null);
+    }
+
+    /** The running instances. */
+    final List<AppProcess> apps() {
+        return apps;
+    }
+
+    /** A connection to the shared database, for the checks of subclasses. */
+    final Connection connect() throws SQLException {
+        return DriverManager.getConnection(database.jdbcUrl(), database.user(), database.password());
+    }
 
     @BeforeAll
-    void startServersAndInstances() throws SQLException {
-        List<String> redisArguments = startRedis();
-        h2 = startH2();
-        jdbcUrl = "jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:shop;DB_CLOSE_DELAY=-1";
-        // the schema once, here: three instances creating it at the same moment would race each other
+    void startServersAndInstances() throws Exception {
+        List<String> backendArguments = startLockBackend();
+        database = startDatabase();
+        // the schemas once, here: three instances creating them at the same moment would race each other
         try (Connection connection = connect()) {
             ScriptUtils.executeSqlScript(connection, new ClassPathResource("schema.sql"));
+            if (database.schema() != null) {
+                ScriptUtils.executeSqlScript(connection, new ClassPathResource(database.schema()));
+            }
         }
         Path logs = Path.of("target", "multi-instance-logs");
         for (int i = 0; i < INSTANCES; i++) {
-            List<String> arguments = new ArrayList<>(redisArguments);
-            arguments.addAll(List.of("--spring.datasource.url=" + jdbcUrl, "--spring.sql.init.mode=never",
+            List<String> arguments = new ArrayList<>(backendArguments);
+            arguments.addAll(List.of("--spring.datasource.url=" + database.jdbcUrl(),
+                    "--spring.datasource.username=" + database.user(),
+                    "--spring.datasource.password=" + database.password(), "--spring.sql.init.mode=never",
                     // buyers of one product queue for its lock; generous on a busy CI machine
                     "--distlock.wait-time=30s"));
             apps.add(AppProcess.launch(getClass().getSimpleName() + "-" + i, logs, arguments));
@@ -84,12 +112,16 @@ abstract class MultiInstanceSale {
     }
 
     @AfterAll
-    void stopEverything() {
+    void stopEverything() throws Exception {
         apps.forEach(AppProcess::close);
-        if (h2 != null) {
-            h2.stop();
+        try {
+            if (database != null) {
+                database.server().close();
+            }
         }
-        stopRedis();
+        finally {
+            stopLockBackend();
+        }
     }
 
     @Test
@@ -218,10 +250,6 @@ abstract class MultiInstanceSale {
                 return rows.getInt(1);
             }
         }
-    }
-
-    private Connection connect() throws SQLException {
-        return DriverManager.getConnection(jdbcUrl, "sa", "");
     }
 
     private static Server startH2() throws SQLException {

@@ -11,13 +11,13 @@ class MultiInstanceTest extends MultiInstanceSale {
     private RedisServer redis;
 
     @Override
-    List<String> startRedis() {
+    List<String> startLockBackend() {
         redis = RedisServer.start();
         return List.of("--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port());
     }
 
     @Override
-    void stopRedis() {
+    void stopLockBackend() {
         if (redis != null) {
             redis.close();
         }

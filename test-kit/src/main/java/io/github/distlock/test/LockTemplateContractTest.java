@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -59,6 +60,7 @@ public abstract class LockTemplateContractTest {
 
     private LockProvider provider;
     private DefaultLockTemplate template;
+    private String prefix;
 
     /** The provider under test, new for each test; closed after the test when it is {@link AutoCloseable}. */
     protected abstract LockProvider createProvider();
@@ -71,7 +73,7 @@ public abstract class LockTemplateContractTest {
     @BeforeEach
     void createTemplate(TestInfo test) {
         provider = createProvider();
-        String prefix = "template-contract:" + test.getTestMethod().map(method -> method.getName()).orElse("test") + ":"
+        prefix = "template-contract:" + test.getTestMethod().map(method -> method.getName()).orElse("test") + ":"
                 + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36) + ":";
         // wait 0 and the watchdog by default; tests that wait say so
         template = new DefaultLockTemplate(provider, prefix, Duration.ZERO, null, List.of());
@@ -276,6 +278,53 @@ public abstract class LockTemplateContractTest {
         await().atMost(slack()).until(() -> !heldByAnyone("k"));
         long waitOver = start + wait.toNanos();
         await().atMost(wait.plus(slack())).until(() -> System.nanoTime() - waitOver > 0 && !heldByAnyone("k"));
+    }
+
+    /**
+     * An interrupted waiter stops the backend's wait as well (the provider's future is cancelled): a backend left
+     * waiting would take the key after the holder's release only to give it back, ahead of the live waiters.
+     */
+    @Test
+    protected void anInterruptedWaiterStopsTheBackendsWait() throws Exception {
+        List<CompletableFuture<LockHandle>> asked = new CopyOnWriteArrayList<>();
+        LockProvider recording = new LockProvider() {
+            @Override
+            public CompletableFuture<LockHandle> acquire(LockRequest request) {
+                CompletableFuture<LockHandle> acquisition = provider.acquire(request);
+                asked.add(acquisition);
+                return acquisition;
+            }
+
+            @Override
+            public boolean supports(LockType type, boolean fenced) {
+                return provider.supports(type, fenced);
+            }
+        };
+        DefaultLockTemplate recorded = new DefaultLockTemplate(recording, prefix, Duration.ZERO, null,
+                List.of());
+        try {
+            LockHandle holder = holdElsewhere("k");
+            Thread waiter = new Thread(() -> {
+                try {
+                    recorded.run("k", waiting(Duration.ofSeconds(60)), () -> { });
+                }
+                catch (RuntimeException expected) {
+                    // LockAcquisitionException: asserted by anInterruptedWaiterLeavesNoLockBehind
+                }
+            }, "interrupted-waiter");
+            waiter.start();
+            await().atMost(slack()).until(() -> asked.size() == 1 && (waiter.getState() == Thread.State.WAITING
+                    || waiter.getState() == Thread.State.TIMED_WAITING));
+            waiter.interrupt();
+            waiter.join(slack().toMillis());
+            assertThat(waiter.isAlive()).as("the interrupted waiter still waits").isFalse();
+            await("the backend's acquisition ended").atMost(slack()).until(() -> asked.get(0).isDone());
+            assertThat(holder.release()).isTrue();
+            await().atMost(slack()).until(() -> !heldByAnyone("k"));
+        }
+        finally {
+            recorded.shutdown();
+        }
     }
 
     /** A cancelled asynchronous acquisition leaves no lock behind. */

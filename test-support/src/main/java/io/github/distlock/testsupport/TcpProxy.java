@@ -42,6 +42,8 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicInteger connections = new AtomicInteger();
     private final AtomicLong bytesForwarded = new AtomicLong();
     private volatile boolean paused;
+    /** Server-to-client bytes are held back (requests still reach the server: "the answer was lost"). */
+    private volatile boolean repliesHeld;
     private volatile boolean closed;
 
     private TcpProxy(int targetPort, ServerSocket serverSocket) {
@@ -93,6 +95,26 @@ public final class TcpProxy implements AutoCloseable {
     public void resume() {
         synchronized (gate) {
             paused = false;
+            gate.notifyAll();
+        }
+    }
+
+    /**
+     * Holds back what the server sends, while requests still reach it: with {@link #dropConnections()}, a request the
+     * server carried out whose answer the client never gets.
+     */
+    public void holdReplies() {
+        repliesHeld = true;
+    }
+
+    /**
+     * Closes every connection proxied so far (bytes held back are dropped), as a reset connection would end; the
+     * proxy keeps accepting new ones, so a client that reconnects gets through (subject to {@link #pause()}).
+     */
+    public void dropConnections() {
+        sockets.forEach(TcpProxy::closeQuietly);
+        synchronized (gate) {
+            repliesHeld = false;
             gate.notifyAll();
         }
     }
@@ -150,25 +172,25 @@ public final class TcpProxy implements AutoCloseable {
             sockets.add(client);
             sockets.add(server);
             connections.incrementAndGet();
-            startPump(client, server, "up");
-            startPump(server, client, "down");
+            startPump(client, server, "up", false);
+            startPump(server, client, "down", true);
         }
     }
 
-    private void startPump(Socket from, Socket to, String direction) {
-        Thread pump = new Thread(() -> pump(from, to), "tcp-proxy-" + direction + "-" + from.getPort());
+    private void startPump(Socket from, Socket to, String direction, boolean reply) {
+        Thread pump = new Thread(() -> pump(from, to, reply), "tcp-proxy-" + direction + "-" + from.getPort());
         pump.setDaemon(true);
         pump.start();
     }
 
-    private void pump(Socket from, Socket to) {
+    private void pump(Socket from, Socket to, boolean reply) {
         byte[] buffer = new byte[BUFFER_SIZE];
         try {
             InputStream in = from.getInputStream();
             OutputStream out = to.getOutputStream();
             int read;
             while ((read = in.read(buffer)) != -1) {
-                awaitForwarding();
+                awaitForwarding(reply);
                 if (closed) {
                     break;
                 }
@@ -191,9 +213,9 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
-    private void awaitForwarding() throws InterruptedException {
+    private void awaitForwarding(boolean reply) throws InterruptedException {
         synchronized (gate) {
-            while (paused && !closed) {
+            while ((paused || (reply && repliesHeld)) && !closed) {
                 gate.wait();
             }
         }

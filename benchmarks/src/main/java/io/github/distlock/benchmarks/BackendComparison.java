@@ -1,0 +1,664 @@
+package io.github.distlock.benchmarks;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+import javax.sql.DataSource;
+
+import io.github.distlock.jdbc.JdbcLockProvider;
+import io.github.distlock.redisson.RedissonLockProvider;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.testsupport.RedisServer;
+import io.github.distlock.testsupport.RespClient;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * The {@code @DistributedLock} cycle on the database backend (PostgreSQL) next to Redis, in one run: one JVM starts a
+ * {@code redis-server} and an embedded PostgreSQL, and one application per backend: {@code distlock.backend=redis},
+ * and {@code distlock.backend=jdbc} twice, on two databases of the one PostgreSQL server that differ only in
+ * {@code synchronous_commit}: {@code on} (PostgreSQL's default: a commit waits for its WAL to reach the disk) and
+ * {@code off} (the embedded server's default; like a Redis without persistence, a crash may lose the last
+ * acknowledged lock changes).
+ *
+ * <p>The cycle: a {@code @DistributedLock} method (wait up to 30 s, watchdog lease) through the Spring proxy, whose
+ * body checks mutual exclusion (a counter of holders per key, which must read 1) and, on the hot key, counts the
+ * holders that took the lock again right after themselves ("self re-grabs"). Three workloads: 1 thread on a key of its
+ * own, 8 threads on a key each, 8 threads on one hot key. A thread calls again as soon as its call returns.
+ *
+ * <p>As in {@link ClusterComparison}, the backends take turns in time slots, each at the workload's full thread count,
+ * in an order that rotates per round, so a burst of load on the shared machine hits each in turn; the ratio to Redis is
+ * computed per round from neighbouring slots. A waiter still waiting when its slot ends finishes its call (its time
+ * counts, and so does the tail in the slot's length). Around each slot the harness reads the backend's operations
+ * (Redis: {@code INFO commandstats}; PostgreSQL: {@code pg_stat_statements} of the application's database, which our
+ * own monitoring queries are not in), the server's CPU time (Redis: {@code INFO cpu}; PostgreSQL: {@code /proc} of the
+ * postmaster and all its processes) and the JVM's CPU time (the idle applications' timers included).
+ */
+public final class BackendComparison {
+
+    /** The applications; {@link #REDIS} first: the others are compared with it. */
+    enum Backend {
+        REDIS("Redis", null),
+        POSTGRES("PostgreSQL, synchronous_commit on", "locks_sync"),
+        POSTGRES_ASYNC("PostgreSQL, synchronous_commit off", "locks_async");
+
+        final String label;
+        /** The application's database on the PostgreSQL server; {@code null} for Redis. */
+        final String database;
+
+        Backend(String label, String database) {
+            this.label = label;
+            this.database = database;
+        }
+    }
+
+    /** What the threads lock. */
+    enum Workload {
+        ONE_THREAD(1, false, "1 thread, own key"),
+        DISTINCT(8, false, "8 threads, own keys"),
+        HOT_KEY(8, true, "8 threads, one hot key");
+
+        final int threads;
+        final boolean hot;
+        final String label;
+
+        Workload(int threads, boolean hot, String label) {
+            this.threads = threads;
+            this.hot = hot;
+            this.label = label;
+        }
+    }
+
+    /** One backend's totals on one workload, over all measured rounds; times in µs. */
+    record Result(Workload workload, Backend backend, long cycles, double cyclesPerSecond, double p50Us, double p99Us,
+            double maxUs, long minPerThread, long maxPerThread, double selfRegrabShare, double[] vsRedisPerRound,
+            double vsRedis, double p50VsRedis, double opsPerCycle, Map<String, Double> opsByName,
+            double serverCpuUsPerCycle, double clientCpuUsPerCycle, long overlaps, Map<String, Long> failures) {
+    }
+
+    private static final int MAX_FAILURES_PER_THREAD = 1_000;
+
+    private BackendComparison() {
+    }
+
+    /**
+     * Usage: {@code BackendComparison [rounds] [seconds per slot]}; defaults 6 rounds (a multiple of the 3 backends,
+     * so that each runs first, second and third equally often) of 3 s slots: about 3.5 minutes with the start-up.
+     */
+    public static void main(String[] args) throws Exception {
+        int rounds = (args.length > 0) ? Integer.parseInt(args[0]) : 6;
+        int seconds = (args.length > 1) ? Integer.parseInt(args[1]) : 3;
+        System.out.println("load average at start: " + ClusterComparison.loadAverage());
+        print(run(rounds, seconds * 1000L), System.out);
+        System.out.println();
+        System.out.println("load average at the end: " + ClusterComparison.loadAverage());
+    }
+
+    /** A run's results, and the locks still held in each store after its last slot (all 0 unless a release failed). */
+    record Run(List<Result> results, Map<Backend, Long> heldAfterwards) {
+    }
+
+    /** Starts the servers and applications, measures, and stops all of it again, also when something fails. */
+    static Run run(int rounds, long slotMillis) throws Exception {
+        try (Setup setup = Setup.start()) {
+            List<Result> results = measure(setup, rounds, slotMillis, warmupMillis(slotMillis));
+            return new Run(results, setup.heldLocks());
+        }
+    }
+
+    /** Half a slot, at least 0.5 s: the JIT, the pools, Redisson's scripts, PostgreSQL's plans and the lock rows. */
+    private static long warmupMillis(long slotMillis) {
+        return Math.max(500, slotMillis / 2);
+    }
+
+    /**
+     * Measures on a running {@link Setup}: one discarded warm-up slot of {@code warmupMillis} per backend and workload,
+     * then {@code rounds} rounds of one slot per workload and backend.
+     */
+    static List<Result> measure(Setup setup, int rounds, long slotMillis, long warmupMillis)
+            throws InterruptedException {
+        Backend[] backends = Backend.values();
+        Workload[] workloads = Workload.values();
+        int b = backends.length;
+        Totals[][] totals = new Totals[workloads.length][b];
+        for (Workload workload : workloads) {
+            for (int i = 0; i < b; i++) {
+                totals[workload.ordinal()][i] = new Totals(rounds, workload.threads);
+                slot(setup.targets.get(i), workload, warmupMillis);
+            }
+        }
+        for (int r = 0; r < rounds; r++) {
+            progress("round " + (r + 1) + " of " + rounds + ", load average " + ClusterComparison.loadAverage());
+            for (Workload workload : workloads) {
+                for (int k = 0; k < b; k++) {
+                    // rotate the order so that no backend always runs first (after the previous workload) or last
+                    int i = (r + k) % b;
+                    Target target = setup.targets.get(i);
+                    Counters before = Counters.take(setup, target);
+                    Slot slot = slot(target, workload, slotMillis);
+                    Counters after = Counters.take(setup, target);
+                    totals[workload.ordinal()][i].add(r, slot, before, after);
+                }
+            }
+        }
+        List<Result> results = new ArrayList<>();
+        for (Workload workload : workloads) {
+            Totals redis = totals[workload.ordinal()][Backend.REDIS.ordinal()];
+            double redisP50 = redis.samples.sorted().percentile(50);
+            for (int i = 0; i < b; i++) {
+                Totals t = totals[workload.ordinal()][i];
+                double[] ratios = new double[rounds];
+                for (int r = 0; r < rounds; r++) {
+                    ratios[r] = t.roundRates[r] / redis.roundRates[r];
+                }
+                Samples sorted = t.samples.sorted();
+                long cycles = t.samples.size();
+                Map<String, Double> byName = new TreeMap<>();
+                t.opsByName.forEach((name, calls) -> {
+                    if (calls > 0) {
+                        byName.put(name, calls / (double) cycles);
+                    }
+                });
+                results.add(new Result(workload, backends[i], cycles, t.rate(), sorted.percentile(50) / 1e3,
+                        sorted.percentile(99) / 1e3, sorted.percentile(100) / 1e3,
+                        Arrays.stream(t.perThread).min().orElse(0), Arrays.stream(t.perThread).max().orElse(0),
+                        workload.hot ? t.selfRegrabs / (double) cycles : Double.NaN, ratios, t.rate() / redis.rate(),
+                        sorted.percentile(50) / redisP50, t.ops / (double) cycles, byName,
+                        t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles, t.overlaps, t.failures));
+            }
+        }
+        return results;
+    }
+
+    /** The workload's threads call the target's locked method for {@code millis} ms. */
+    private static Slot slot(Target target, Workload workload, long millis) throws InterruptedException {
+        int threads = workload.threads;
+        Samples[] perThread = new Samples[threads];
+        long[] selfRegrabs = new long[threads];
+        // holders of each key right now: must never be more than one
+        AtomicInteger[] holders = new AtomicInteger[workload.hot ? 1 : threads];
+        Arrays.setAll(holders, k -> new AtomicInteger());
+        LongAdder overlaps = new LongAdder();
+        AtomicInteger lastHolder = new AtomicInteger(-1);
+        Map<String, Long> failures = new ConcurrentHashMap<>();
+        AtomicReference<Throwable> fatal = new AtomicReference<>();
+        List<Thread> workers = new ArrayList<>();
+        long start = System.nanoTime();
+        long deadline = start + millis * 1_000_000L;
+        for (int t = 0; t < threads; t++) {
+            Samples mine = perThread[t] = new Samples();
+            int self = t;
+            AtomicInteger holdersOfMyKey = holders[workload.hot ? 0 : t];
+            String id = target.id(workload.hot ? -1 : t);
+            // the tiny body: an exclusion check and, on the hot key, who held the lock before
+            Runnable body = () -> {
+                if (holdersOfMyKey.incrementAndGet() != 1) {
+                    overlaps.increment();
+                }
+                if (workload.hot && lastHolder.getAndSet(self) == self) {
+                    selfRegrabs[self]++;
+                }
+                holdersOfMyKey.decrementAndGet();
+            };
+            Thread worker = new Thread(() -> {
+                int failed = 0;
+                while (System.nanoTime() < deadline) {
+                    long begin = System.nanoTime();
+                    try {
+                        target.service.waitWatchdogRun(id, body);
+                        mine.add(System.nanoTime() - begin);
+                    }
+                    catch (RuntimeException ex) {
+                        // counted and reported, not fatal: a wait that runs out under load is a result too; a thread
+                        // that only fails stops, so a broken backend cannot spin through the slot
+                        failures.merge(describe(ex), 1L, Long::sum);
+                        if (++failed >= MAX_FAILURES_PER_THREAD) {
+                            return;
+                        }
+                    }
+                    catch (Throwable ex) {
+                        fatal.compareAndSet(null, ex);
+                        return;
+                    }
+                }
+            }, "backend-comparison-" + t);
+            workers.add(worker);
+            worker.start();
+        }
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        long elapsed = System.nanoTime() - start;
+        if (fatal.get() != null) {
+            throw new IllegalStateException(target.backend.label + " failed", fatal.get());
+        }
+        Samples merged = new Samples();
+        long[] counts = new long[threads];
+        for (int t = 0; t < threads; t++) {
+            merged.addAll(perThread[t]);
+            counts[t] = perThread[t].size();
+        }
+        if (merged.size() == 0) {
+            throw new IllegalStateException(target.backend.label + ": no lock cycle succeeded (" + workload.label
+                    + "); failures: " + failures);
+        }
+        return new Slot(merged, counts, Arrays.stream(selfRegrabs).sum(), overlaps.sum(), elapsed, failures);
+    }
+
+    private static String describe(Throwable ex) {
+        Throwable root = ex;
+        StringBuilder text = new StringBuilder(ex.getClass().getSimpleName());
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+            text.append(" <- ").append(root.getClass().getSimpleName());
+        }
+        return text.toString();
+    }
+
+    /** Prints the run's tables and the locks it left held. */
+    static void print(Run run, PrintStream out) {
+        print(run.results(), out);
+        out.println();
+        out.println("Locks still held after the run (rows with an owner, Redis lock keys): " + run.heldAfterwards());
+    }
+
+    /** Prints the table (every backend on every workload, with its ratios to Redis) and the operations by name. */
+    static void print(List<Result> results, PrintStream out) {
+        out.println();
+        out.println("| workload | backend | cycles/s | p50 µs | p99 µs | max µs | cycles/s vs Redis | per round | "
+                + "p50 vs Redis | per thread min–max | self re-grabs | ops/cycle | server CPU µs/cycle | "
+                + "client CPU µs/cycle | overlaps | failed calls |");
+        out.println("|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|");
+        for (Result r : results) {
+            String perRound = Arrays.stream(r.vsRedisPerRound()).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v))
+                    .collect(Collectors.joining(" "));
+            out.printf(Locale.ROOT,
+                    "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.2f | %s | %.2f | %d–%d | %s | %.2f | %.0f | %.0f | %d | %s |%n",
+                    r.workload().label, r.backend().label, r.cyclesPerSecond(), r.p50Us(), r.p99Us(), r.maxUs(),
+                    r.vsRedis(), perRound, r.p50VsRedis(), r.minPerThread(), r.maxPerThread(),
+                    Double.isNaN(r.selfRegrabShare()) ? "" : String.format(Locale.ROOT, "%.0f %%",
+                            r.selfRegrabShare() * 100),
+                    r.opsPerCycle(), r.serverCpuUsPerCycle(), r.clientCpuUsPerCycle(), r.overlaps(),
+                    r.failures().isEmpty() ? "0" : r.failures().toString());
+        }
+        out.println();
+        out.println("Operations per cycle by name (Redis: INFO commandstats, commands inside scripts included, our INFO "
+                + "calls not; PostgreSQL: pg_stat_statements calls in the application's database, statements cut "
+                + "short):");
+        out.println();
+        out.println("| workload | backend | operations per cycle |");
+        out.println("|---|---|---|");
+        for (Result r : results) {
+            String names = r.opsByName().entrySet().stream().filter(e -> e.getValue() >= 0.005)
+                    .map(e -> String.format(Locale.ROOT, "%s: %.2f", e.getKey(), e.getValue()))
+                    .collect(Collectors.joining("; "));
+            out.printf(Locale.ROOT, "| %s | %s | %s |%n", r.workload().label, r.backend().label, names);
+        }
+    }
+
+    private static void progress(String what) {
+        System.err.printf(Locale.ROOT, "[%tT] backend comparison: %s%n", System.currentTimeMillis(), what);
+    }
+
+    /** One slot: cycle times (successful cycles only), cycles per thread, the hot key's self re-grabs, failures. */
+    private record Slot(Samples samples, long[] perThread, long selfRegrabs, long overlaps, long elapsedNanos,
+            Map<String, Long> failures) {
+    }
+
+    /** One backend's application. */
+    static final class Target {
+
+        final Backend backend;
+        final ConfigurableApplicationContext context;
+        final LockedService service;
+
+        Target(Backend backend, ConfigurableApplicationContext context) {
+            this.backend = backend;
+            this.context = context;
+            this.service = context.getBean(LockedService.class);
+        }
+
+        /** Thread {@code t}'s id, or the hot key's for {@code t < 0}; the key is {@code lock:bench:<id>}. */
+        String id(int t) {
+            return "b" + backend.ordinal() + ((t < 0) ? ":hot" : ":t" + t);
+        }
+    }
+
+    /**
+     * The servers and applications of one run, started together before the first slot and stopped together after the
+     * last (or when anything fails): a {@code redis-server}, an embedded PostgreSQL with {@code pg_stat_statements}, and
+     * one application per {@link Backend}.
+     */
+    static final class Setup implements AutoCloseable {
+
+        final List<Target> targets;
+        final RedisServer redis;
+        /** A connection to the server's {@code postgres} database: the monitoring queries run there. */
+        private final Connection monitor;
+        private final long postmasterPid;
+        private final long clockTicksPerSecond;
+        private final List<AutoCloseable> opened;
+
+        private Setup(List<Target> targets, RedisServer redis, Connection monitor, long postmasterPid,
+                List<AutoCloseable> opened) {
+            this.targets = List.copyOf(targets);
+            this.redis = redis;
+            this.monitor = monitor;
+            this.postmasterPid = postmasterPid;
+            this.clockTicksPerSecond = clockTicksPerSecond();
+            this.opened = opened;
+        }
+
+        static Setup start() {
+            List<AutoCloseable> opened = new ArrayList<>();
+            try {
+                long begin = System.nanoTime();
+                RedisServer redis = RedisServer.start();
+                opened.add(redis);
+                List<Target> targets = new ArrayList<>();
+                // the Redis application first: its start sets the log level to WARN before PostgreSQL logs its start
+                ConfigurableApplicationContext redisApp = BenchApplication.start(RedissonVariant.DEFAULT,
+                        "distlock.backend=redis", "spring.data.redis.host=127.0.0.1",
+                        "spring.data.redis.port=" + redis.port());
+                opened.add(redisApp);
+                targets.add(new Target(Backend.REDIS, redisApp));
+                progress(String.format(Locale.ROOT, "Redis and its application up in %.1f s",
+                        (System.nanoTime() - begin) / 1e9));
+                EmbeddedPostgres postgres = EmbeddedPostgres.builder().setPort(0)
+                        .setServerConfig("shared_preload_libraries", "pg_stat_statements")
+                        // PostgreSQL's own default; the embedded server turns it off unless told
+                        .setServerConfig("synchronous_commit", "on")
+                        .start();
+                opened.add(postgres);
+                Connection monitor = DriverManager.getConnection(postgres.getJdbcUrl("postgres", "postgres"));
+                opened.add(monitor);
+                long postmaster;
+                try (Statement statement = monitor.createStatement()) {
+                    statement.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+                    for (Backend backend : Backend.values()) {
+                        if (backend.database != null) {
+                            statement.execute("CREATE DATABASE " + backend.database);
+                        }
+                    }
+                    statement.execute("ALTER DATABASE " + Backend.POSTGRES_ASYNC.database + " SET synchronous_commit = off");
+                    try (ResultSet rows = statement.executeQuery("SELECT pg_backend_pid()")) {
+                        rows.next();
+                        postmaster = ProcessHandle.of(rows.getLong(1)).flatMap(ProcessHandle::parent)
+                                .orElseThrow(() -> new IllegalStateException("PostgreSQL's postmaster not found"))
+                                .pid();
+                    }
+                }
+                progress(String.format(Locale.ROOT, "servers up in %.1f s: Redis %s, PostgreSQL on port %d",
+                        (System.nanoTime() - begin) / 1e9, redis.address(), postgres.getPort()));
+                for (Backend backend : List.of(Backend.POSTGRES, Backend.POSTGRES_ASYNC)) {
+                    ConfigurableApplicationContext app = BenchApplication.start(RedissonVariant.DEFAULT,
+                            "distlock.backend=jdbc",
+                            "spring.datasource.url=" + postgres.getJdbcUrl("postgres", backend.database),
+                            "spring.datasource.hikari.pool-name=" + backend.database,
+                            // the database is no embedded one for Boot: create the lock table anyway
+                            "distlock.jdbc.initialize-schema=always");
+                    opened.add(app);
+                    checkSynchronousCommit(app, backend == Backend.POSTGRES ? "on" : "off");
+                    targets.add(new Target(backend, app));
+                }
+                checkProviders(targets);
+                progress(String.format(Locale.ROOT, "servers and applications up in %.1f s",
+                        (System.nanoTime() - begin) / 1e9));
+                return new Setup(targets, redis, monitor, postmaster, opened);
+            }
+            catch (IOException | SQLException ex) {
+                IllegalStateException failure = new IllegalStateException("Could not start the backends", ex);
+                closeAll(opened, failure);
+                throw failure;
+            }
+            catch (RuntimeException | Error ex) {
+                closeAll(opened, ex);
+                throw ex;
+            }
+        }
+
+        /** A misconfigured application would measure the wrong backend without a word: refuse to start instead. */
+        private static void checkProviders(List<Target> targets) {
+            for (Target target : targets) {
+                LockProvider provider = target.context.getBean(LockProvider.class);
+                Class<?> expected = (target.backend == Backend.REDIS) ? RedissonLockProvider.class
+                        : JdbcLockProvider.class;
+                if (!expected.isInstance(provider)) {
+                    throw new IllegalStateException(target.backend.label + " runs on " + provider + ", not a "
+                            + expected.getSimpleName());
+                }
+            }
+        }
+
+        private static void checkSynchronousCommit(ConfigurableApplicationContext app, String expected)
+                throws SQLException {
+            try (Connection connection = app.getBean(DataSource.class).getConnection();
+                    Statement statement = connection.createStatement();
+                    ResultSet rows = statement.executeQuery("SHOW synchronous_commit")) {
+                rows.next();
+                if (!rows.getString(1).equals(expected)) {
+                    throw new IllegalStateException("synchronous_commit is " + rows.getString(1) + " on "
+                            + connection.getMetaData().getURL() + ", expected " + expected);
+                }
+            }
+        }
+
+        /**
+         * Locks held right now, per backend: rows with an owner in each database's lock table, lock keys in Redis.
+         */
+        Map<Backend, Long> heldLocks() throws SQLException {
+            Map<Backend, Long> held = new LinkedHashMap<>();
+            for (Target target : targets) {
+                if (target.backend == Backend.REDIS) {
+                    Object keys = RespClient.callOnce(redis.port(), "KEYS", LockCycles.PREFIX + "bench:*");
+                    held.put(target.backend, (long) ((List<?>) keys).size());
+                }
+                else {
+                    JdbcLockProvider provider = (JdbcLockProvider) target.context.getBean(LockProvider.class);
+                    try (Connection connection = target.context.getBean(DataSource.class).getConnection();
+                            Statement statement = connection.createStatement();
+                            ResultSet rows = statement.executeQuery("SELECT count(*) FROM " + provider.tableName()
+                                    + " WHERE owner IS NOT NULL")) {
+                        rows.next();
+                        held.put(target.backend, rows.getLong(1));
+                    }
+                }
+            }
+            return held;
+        }
+
+        /** Statements run so far in {@code database}, by statement; our own queries run elsewhere. */
+        Map<String, Long> statements(String database) {
+            Map<String, Long> byName = new HashMap<>();
+            try (PreparedStatement statement = monitor.prepareStatement("SELECT s.query, s.calls FROM "
+                    + "pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = ?")) {
+                statement.setString(1, database);
+                try (ResultSet rows = statement.executeQuery()) {
+                    while (rows.next()) {
+                        byName.merge(shortQuery(rows.getString(1)), rows.getLong(2), Long::sum);
+                    }
+                }
+            }
+            catch (SQLException ex) {
+                throw new IllegalStateException("Could not read pg_stat_statements", ex);
+            }
+            return byName;
+        }
+
+        /**
+         * CPU time of the PostgreSQL server: the postmaster and every process it runs (a backend per pooled
+         * connection, the WAL writer, ...), plus what its exited children used ({@code cutime}, {@code cstime}).
+         */
+        long postgresCpuNanos() {
+            long ticks = 0;
+            List<Long> pids = Stream.concat(Stream.of(postmasterPid), ProcessHandle.of(postmasterPid).stream()
+                    .flatMap(ProcessHandle::descendants).map(ProcessHandle::pid)).toList();
+            for (long pid : pids) {
+                long[] times = procTimes(pid);
+                ticks += times[0] + times[1];
+                if (pid == postmasterPid) {
+                    ticks += times[2] + times[3];
+                }
+            }
+            return ticks * 1_000_000_000L / clockTicksPerSecond;
+        }
+
+        /** utime, stime, cutime, cstime of {@code pid} in clock ticks; zeros for a process that has just exited. */
+        private static long[] procTimes(long pid) {
+            try {
+                String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+                // fields after the command name in parentheses: state is field 3, utime 14 ... cstime 17
+                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                return new long[] {Long.parseLong(fields[11]), Long.parseLong(fields[12]), Long.parseLong(fields[13]),
+                        Long.parseLong(fields[14])};
+            }
+            catch (IOException | RuntimeException gone) {
+                return new long[4];
+            }
+        }
+
+        private static long clockTicksPerSecond() {
+            try {
+                Process getconf = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
+                String out = new String(getconf.getInputStream().readAllBytes()).trim();
+                return (getconf.waitFor() == 0) ? Long.parseLong(out) : 100;
+            }
+            catch (IOException | RuntimeException ex) {
+                return 100;
+            }
+            catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                return 100;
+            }
+        }
+
+        /** Applications first, then the servers: the reverse of the start. */
+        @Override
+        public void close() {
+            RuntimeException failure = new IllegalStateException("Could not stop every server and application");
+            closeAll(opened, failure);
+            if (failure.getSuppressed().length > 0) {
+                throw failure;
+            }
+        }
+
+        private static void closeAll(List<AutoCloseable> opened, Throwable failure) {
+            for (int i = opened.size() - 1; i >= 0; i--) {
+                try {
+                    opened.get(i).close();
+                }
+                catch (Exception ex) {
+                    failure.addSuppressed(ex);
+                }
+            }
+        }
+    }
+
+    /** A statement as pg_stat_statements normalises it, whitespace folded and cut short for the table. */
+    static String shortQuery(String query) {
+        String folded = query.replaceAll("\\s+", " ").trim();
+        return (folded.length() <= 48) ? folded : folded.substring(0, 47) + "…";
+    }
+
+    /** A backend's counters at one moment, and the JVM's CPU time. */
+    private record Counters(long ops, Map<String, Long> byName, long serverCpuNanos, long clientCpuNanos) {
+
+        static Counters take(Setup setup, Target target) {
+            Map<String, Long> byName = new HashMap<>();
+            long serverCpu;
+            if (target.backend == Backend.REDIS) {
+                int port = setup.redis.port();
+                for (String line : RespClient.callOnce(port, "INFO", "commandstats").toString().split("\r?\n")) {
+                    // cmdstat_evalsha:calls=3,usec=...; our own INFO calls are not the lock's
+                    if (line.startsWith("cmdstat_") && !line.startsWith("cmdstat_info:")) {
+                        int from = line.indexOf("calls=") + 6;
+                        byName.merge(line.substring(8, line.indexOf(':')),
+                                Long.parseLong(line.substring(from, line.indexOf(',', from))), Long::sum);
+                    }
+                }
+                Map<String, String> info = new HashMap<>();
+                for (String line : RespClient.callOnce(port, "INFO", "cpu").toString().split("\r?\n")) {
+                    int colon = line.indexOf(':');
+                    if (colon > 0) {
+                        info.put(line.substring(0, colon), line.substring(colon + 1).trim());
+                    }
+                }
+                serverCpu = (long) ((Double.parseDouble(info.get("used_cpu_user"))
+                        + Double.parseDouble(info.get("used_cpu_sys"))) * 1e9);
+            }
+            else {
+                byName.putAll(setup.statements(target.backend.database));
+                serverCpu = setup.postgresCpuNanos();
+            }
+            var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+            return new Counters(byName.values().stream().mapToLong(Long::longValue).sum(), byName, serverCpu,
+                    os.getProcessCpuTime());
+        }
+    }
+
+    /** One backend's sums on one workload. */
+    private static final class Totals {
+
+        final Samples samples = new Samples();
+        final double[] roundRates;
+        final long[] perThread;
+        long selfRegrabs;
+        long overlaps;
+        long elapsedNanos;
+        long ops;
+        final Map<String, Long> opsByName = new HashMap<>();
+        long serverCpuNanos;
+        long clientCpuNanos;
+        final Map<String, Long> failures = new LinkedHashMap<>();
+
+        Totals(int rounds, int threads) {
+            roundRates = new double[rounds];
+            perThread = new long[threads];
+        }
+
+        void add(int round, Slot slot, Counters before, Counters after) {
+            samples.addAll(slot.samples());
+            for (int t = 0; t < perThread.length; t++) {
+                perThread[t] += slot.perThread()[t];
+            }
+            selfRegrabs += slot.selfRegrabs();
+            overlaps += slot.overlaps();
+            elapsedNanos += slot.elapsedNanos();
+            roundRates[round] = slot.samples().size() * 1e9 / slot.elapsedNanos();
+            ops += after.ops() - before.ops();
+            after.byName().forEach((name, calls) -> opsByName.merge(name,
+                    calls - before.byName().getOrDefault(name, 0L), Long::sum));
+            serverCpuNanos += after.serverCpuNanos() - before.serverCpuNanos();
+            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
+            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
+        }
+
+        /** Successful cycles per second over all rounds. */
+        double rate() {
+            return samples.size() * 1e9 / elapsedNanos;
+        }
+    }
+}

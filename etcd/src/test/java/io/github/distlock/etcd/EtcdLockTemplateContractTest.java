@@ -1,0 +1,43 @@
+package io.github.distlock.etcd;
+
+import io.etcd.jetcd.Client;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.test.LockTemplateContractTest;
+import io.github.distlock.testsupport.EtcdServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The template's multi-key locks, re-entry, interrupts and give-backs on the etcd provider and a real etcd. */
+class EtcdLockTemplateContractTest extends LockTemplateContractTest {
+
+    private static EtcdServer server;
+    private static Client client;
+
+    @BeforeAll
+    static void start() {
+        server = EtcdServer.startUnlessSkipped();
+        if (server != null) {
+            client = EtcdTesting.connect(server.endpoint());
+        }
+    }
+
+    @AfterAll
+    static void stop() {
+        try {
+            if (client != null) {
+                client.close();
+            }
+        }
+        finally {
+            if (server != null) {
+                server.close();
+            }
+        }
+    }
+
+    @Override
+    protected LockProvider createProvider() {
+        EtcdServer.assumeRunning(server);
+        return new EtcdLockProvider(client, "distlock-template/", EtcdTesting.WATCHDOG);
+    }
+}

@@ -1,0 +1,98 @@
+package io.github.distlock.jdbc;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import io.github.distlock.testsupport.TcpProxy;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The database stops answering one instance (its traffic stalls in a {@link TcpProxy}; a network partition and a
+ * hung database look the same from the application): its watchdog lock expires in the database by the database's
+ * clock and is taken by another instance; the stalled holder is told while it still runs (its renewals failed for a
+ * whole watchdog timeout); its new acquisitions fail with an error, never "not acquired"; once the traffic flows again
+ * its release answers {@code false} and leaves the new holder's lock alone.
+ */
+class DatabaseStallTest {
+
+    private static final Duration WATCHDOG = Duration.ofSeconds(1);
+
+    @RegisterExtension
+    static final Database db = Database.postgres();
+
+    @Test
+    void aStalledHolderIsToldItsLockIsLostAndTheLockGoesToAnotherInstance() throws Exception {
+        Matcher port = Pattern.compile("//[^:/]+:(\\d+)/").matcher(db.connectionArguments().get(0));
+        assertThat(port.find()).isTrue();
+        String key = "stall:" + System.nanoTime();
+        JdbcLockOptions options = JdbcLockOptions.defaults().withWatchdogTimeout(WATCHDOG);
+        try (TcpProxy proxy = TcpProxy.start(Integer.parseInt(port.group(1)));
+                HikariDataSource stalled = pool(proxy.port());
+                JdbcLockProvider holder = new JdbcLockProvider(stalled, options);
+                JdbcLockProvider other = new JdbcLockProvider(db.dataSource(), options)) {
+            LockHandle held = holder.acquire(new LockRequest(key, 0, 0, true, LockOwner.next())).join();
+            assertThat(held).isNotNull();
+            CompletableFuture<String> lost = new CompletableFuture<>();
+            held.whenLost(lost::complete);
+
+            proxy.pause();
+            long pausedAt = System.nanoTime();
+            LockHandle next = other.acquire(new LockRequest(key, WATCHDOG.plusSeconds(5).toNanos(), 0, true,
+                    LockOwner.next())).get(15, TimeUnit.SECONDS);
+            long takenAfter = millisSince(pausedAt);
+            assertThat(next).as("the lock, for another instance, once the stalled holder's lease ran out").isNotNull();
+            assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+
+            String reason = lost.get(WATCHDOG.plusSeconds(5).toMillis(), TimeUnit.MILLISECONDS);
+            long toldAfter = millisSince(pausedAt);
+            assertThat(reason).contains(key).contains("could not renew");
+            // told about when the database let the lock go, not when a hanging renewal statement gave up
+            assertThat(toldAfter).as("ms from the stall to the loss report").isLessThan(WATCHDOG.toMillis() + 700);
+            assertThat(held.lostWhileHeld()).isTrue();
+
+            long askedAt = System.nanoTime();
+            assertThatThrownBy(() -> holder.acquire(new LockRequest(key + ":other", 0, 0, false, LockOwner.next()))
+                    .get(15, TimeUnit.SECONDS)).as("an acquisition while the database does not answer")
+                    .isInstanceOf(ExecutionException.class).cause().isInstanceOf(JdbcLockException.class)
+                    .hasMessageContaining(key + ":other");
+            long failedAfter = millisSince(askedAt);
+
+            proxy.resume();
+            assertThat(held.release()).as("release by the stalled holder, after the stall").isFalse();
+            assertThat(db.lockRow(key).get("owner").toString()).startsWith(other.instanceId());
+            assertThat(next.release()).isTrue();
+            System.out.printf("MEASURED jdbc/postgresql stall: lock taken by another instance %d ms after the holder was "
+                    + "cut off, holder told %d ms after (watchdog %d ms); acquisition during the stall failed after %d ms"
+                    + "%n", takenAfter, toldAfter, WATCHDOG.toMillis(), failedAfter);
+        }
+    }
+
+    /** A pool whose statements give up after 3 s, and connection attempts after 1 s, when the database does not answer. */
+    private static HikariDataSource pool(int port) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl("jdbc:postgresql://127.0.0.1:" + port + "/postgres?socketTimeout=3&connectTimeout=1");
+        config.setUsername(db.connectionArguments().get(1));
+        config.setPassword(db.connectionArguments().get(2));
+        config.setMaximumPoolSize(4);
+        config.setConnectionTimeout(1000);
+        config.setValidationTimeout(500);
+        return new HikariDataSource(config);
+    }
+
+    private static long millisSince(long nanoTime) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - nanoTime);
+    }
+}

@@ -1,0 +1,33 @@
+package io.github.distlock.sample;
+
+import io.github.distlock.jdbc.JdbcLockProvider;
+import io.github.distlock.spi.LockProvider;
+import org.junit.jupiter.api.Test;
+import org.redisson.api.RedissonClient;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The sample's "jdbc" profile: locks in its own H2 database, no Redis started, orders placed under the lock. */
+class JdbcProfileTest {
+
+    private final ShopClient client = new ShopClient();
+
+    @Test
+    void theJdbcProfileLocksInTheDatabaseWithoutRedis() {
+        try (InProcessApp app = InProcessApp.start("--spring.profiles.active=jdbc")) {
+            assertThat(app.context().getBean(LockProvider.class)).isInstanceOf(JdbcLockProvider.class);
+            assertThat(app.context().getBeanNamesForType(RedissonClient.class)).isEmpty();
+            assertThat(app.context().getBeanNamesForType(io.github.distlock.testsupport.RedisServer.class)).isEmpty();
+
+            ShopClient.Response product = client.createProduct(app.baseUrl(), "jdbc profile item", 5);
+            long productId = product.json().path("id").asLong();
+            assertThat(client.placeOrder(app.baseUrl(), "/api/orders", 7, productId, 2).status()).isEqualTo(201);
+            assertThat(client.placeOrder(app.baseUrl(), "/api/orders", 7, productId, 1).status()).isEqualTo(409);
+
+            // the order's and the product's locks were rows of the lock table, both released
+            assertThat(app.jdbc().sql("SELECT COUNT(*) FROM distlock_lock WHERE lock_key IN (?, ?) AND owner IS NULL")
+                    .params("lock:order:7:" + productId, "lock:product:" + productId).query(Long.class).single())
+                    .isEqualTo(2);
+        }
+    }
+}

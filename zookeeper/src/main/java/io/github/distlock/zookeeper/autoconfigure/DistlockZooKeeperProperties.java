@@ -1,0 +1,82 @@
+package io.github.distlock.zookeeper.autoconfigure;
+
+import java.time.Duration;
+
+import io.github.distlock.zookeeper.ZooKeeperLockProvider;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * {@code distlock.zookeeper.*}: where the ZooKeeper lock backend connects when the application has no
+ * {@code CuratorFramework} bean of its own, and where its locks live.
+ */
+@ConfigurationProperties(prefix = "distlock.zookeeper")
+public class DistlockZooKeeperProperties {
+
+    /** Default base path. */
+    public static final String DEFAULT_BASE_PATH = "/distlock";
+
+    /**
+     * The ensemble, as ZooKeeper takes it: {@code host1:2181,host2:2181,host3:2181}, optionally with a chroot
+     * ({@code .../apps}). Setting it configures the ZooKeeper backend; ignored (with a warning) when the application
+     * has a CuratorFramework bean, which is used instead.
+     */
+    private String connectString;
+
+    /**
+     * The ZooKeeper session timeout, which is how long the lock of a holder that died (or was cut off) lives on:
+     * locks are ephemeral nodes of the session. Not set: {@code distlock.watchdog-timeout}, so that the setting means
+     * the same on every backend. The server bounds it (by default 2 to 20 ticks: 4 s to 40 s); the granted value is
+     * logged when it differs.
+     */
+    private Duration sessionTimeout;
+
+    /** How long to wait for a connection to the ensemble before an operation fails. */
+    private Duration connectionTimeout = Duration.ofSeconds(15);
+
+    /** The node under which every lock key has its node. A container: ZooKeeper removes it when unused. */
+    private String basePath = DEFAULT_BASE_PATH;
+
+    public String getConnectString() {
+        return connectString;
+    }
+
+    public void setConnectString(String connectString) {
+        if (connectString != null && connectString.isBlank()) {
+            throw new IllegalArgumentException("distlock.zookeeper.connect-string must not be blank: host:port[,host:port...]");
+        }
+        this.connectString = connectString;
+    }
+
+    public Duration getSessionTimeout() {
+        return sessionTimeout;
+    }
+
+    public void setSessionTimeout(Duration sessionTimeout) {
+        if (sessionTimeout != null && (sessionTimeout.toMillis() < 1 || sessionTimeout.toMillis() > Integer.MAX_VALUE)) {
+            throw new IllegalArgumentException("distlock.zookeeper.session-timeout must be between 1ms and "
+                    + Integer.MAX_VALUE + "ms, was " + sessionTimeout);
+        }
+        this.sessionTimeout = sessionTimeout;
+    }
+
+    public Duration getConnectionTimeout() {
+        return connectionTimeout;
+    }
+
+    public void setConnectionTimeout(Duration connectionTimeout) {
+        if (connectionTimeout == null || connectionTimeout.toMillis() < 1 || connectionTimeout.toMillis() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("distlock.zookeeper.connection-timeout must be between 1ms and "
+                    + Integer.MAX_VALUE + "ms, was " + connectionTimeout);
+        }
+        this.connectionTimeout = connectionTimeout;
+    }
+
+    public String getBasePath() {
+        return basePath;
+    }
+
+    public void setBasePath(String basePath) {
+        ZooKeeperLockProvider.checkBasePath(basePath);
+        this.basePath = basePath;
+    }
+}

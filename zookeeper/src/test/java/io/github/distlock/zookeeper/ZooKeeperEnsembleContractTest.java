@@ -1,0 +1,86 @@
+package io.github.distlock.zookeeper;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
+import org.apache.zookeeper.CreateMode;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The provider contract on a 3-server ensemble whose leader was stopped before the tests: the two left elect a new
+ * leader and serve as a quorum; clients are given all three addresses, the dead one included, as an application's
+ * configuration would still list it.
+ */
+class ZooKeeperEnsembleContractTest extends ZooKeeperContractTestBase {
+
+    private static TestingCluster cluster;
+    private static InstanceSpec stopped;
+    private static InstanceSpec alive;
+
+    @BeforeAll
+    static void startEnsembleAndStopItsLeader() throws Exception {
+        cluster = new TestingCluster(ZooKeeperTesting.spec(), ZooKeeperTesting.spec(), ZooKeeperTesting.spec());
+        cluster.start();
+        try (var probe = ZooKeeperTesting.connect(cluster.getConnectString())) {
+            probe.create().forPath("/probe-before");
+        }
+        stopped = cluster.getInstances().stream().filter(spec -> "leader".equals(mode(spec))).findFirst()
+                .orElseThrow(() -> new AssertionError("no leader among " + cluster.getInstances()));
+        assertThat(cluster.killServer(stopped)).as("stopped the leader %s", stopped).isTrue();
+        alive = cluster.getInstances().stream().filter(spec -> !spec.equals(stopped)).findFirst().orElseThrow();
+        client = ZooKeeperTesting.connect(cluster.getConnectString());
+        // a write needs a quorum with a leader: the two left have elected one
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/probe-after");
+        assertThat(cluster.getInstances().stream().filter(spec -> !spec.equals(stopped)).map(ZooKeeperEnsembleContractTest::mode))
+                .as("modes of the servers left").containsExactlyInAnyOrder("leader", "follower");
+    }
+
+    @AfterAll
+    static void stopEnsemble() throws IOException {
+        try {
+            if (client != null) {
+                client.close();
+            }
+        }
+        finally {
+            if (cluster != null) {
+                cluster.close();
+            }
+        }
+    }
+
+    /** A server's role, from its {@code srvr} command (on by default): "leader", "follower", or null when down. */
+    static String mode(InstanceSpec spec) {
+        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), spec.getPort())) {
+            OutputStream out = socket.getOutputStream();
+            out.write("srvr".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            String answer = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
+            return answer.lines().filter(line -> line.startsWith("Mode: ")).map(line -> line.substring(6).trim())
+                    .findFirst().orElse(null);
+        }
+        catch (IOException ex) {
+            return null;
+        }
+    }
+
+    @Override
+    String connectString() {
+        return cluster.getConnectString();
+    }
+
+    @Override
+    int serverPort() {
+        return alive.getPort();
+    }
+}

@@ -1,0 +1,190 @@
+package io.github.distlock.zookeeper;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.test.TestingServer;
+import org.apache.zookeeper.data.Stat;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/** What the locks leave in ZooKeeper: their nodes, tokens and order, looked at on the server. */
+@Timeout(60)
+class ZooKeeperLockNodesTest {
+
+    private static final String BASE = "/distlock-nodes";
+    private static final Duration SLACK = Duration.ofSeconds(10);
+
+    private static TestingServer server;
+    private static CuratorFramework client;
+    private ZooKeeperLockProvider provider;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        server = ZooKeeperTesting.startServer();
+        client = ZooKeeperTesting.connect(server.getConnectString());
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        client.close();
+        server.close();
+    }
+
+    @BeforeEach
+    void createProvider() {
+        provider = new ZooKeeperLockProvider(client, BASE);
+    }
+
+    @AfterEach
+    void closeProvider() {
+        provider.close();
+    }
+
+    private LockHandle acquire(String key, Duration wait, Duration lease, LockType type, boolean fenced) throws Exception {
+        return provider.acquire(new LockRequest(key, wait.toNanos(), lease.toNanos(), fenced, type, LockOwner.next()))
+                .get(wait.plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private List<String> nodes(String key) throws Exception {
+        return ZooKeeperTesting.lockNodes(client, provider.lockPath(key));
+    }
+
+    /**
+     * The case a token taken from the node itself (its sequence, or the zxid that created it) gets wrong: a fenced
+     * waiter queued before the holder issued itself a token must still get a higher token than that one, since it
+     * holds after it. The token is the zxid of the listing that showed the waiter first, which comes after the
+     * holder's node was deleted, and so after every write the holder made.
+     */
+    @Test
+    void aWaiterQueuedBeforeTheHoldersNewTokenGetsAHigherOne() throws Exception {
+        LockHandle holder = acquire("fence", Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        CompletableFuture<LockHandle> waiter = provider.acquire(new LockRequest("fence", Duration.ofSeconds(30).toNanos(),
+                0, true, LockType.REENTRANT, LockOwner.next()));
+        await().atMost(SLACK).until(() -> nodes("fence").size() == 2);
+        Stat waiterNode = client.checkExists().forPath(provider.lockPath("fence") + "/" + nodes("fence").get(1));
+        long holdersToken = holder.newFencingToken();
+        assertThat(holdersToken).as("the holder's token, issued after the waiter queued")
+                .isGreaterThan(waiterNode.getCzxid());
+        assertThat(holder.release()).isTrue();
+        LockHandle next = waiter.get(SLACK.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(next.fencingToken()).as("the waiter's token, once it holds").isGreaterThan(holdersToken);
+        assertThat(next.release()).isTrue();
+    }
+
+    /** Tokens are zxids: a later holder's is higher even when the key's node was removed and made again in between. */
+    @Test
+    void tokensKeepGrowingWhenTheKeysNodeIsRemovedAndMadeAgain() throws Exception {
+        LockHandle first = acquire("recreated", Duration.ZERO, Duration.ZERO, LockType.WRITE, true);
+        assertThat(first.release()).isTrue();
+        // what ZooKeeper's container clean-up does to an unused key: the sequence under it starts again at 0
+        client.delete().forPath(provider.lockPath("recreated"));
+        LockHandle second = acquire("recreated", Duration.ZERO, Duration.ZERO, LockType.WRITE, true);
+        assertThat(nodes("recreated").get(0)).endsWith("__WRIT__0000000000");
+        assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+        assertThat(second.release()).isTrue();
+    }
+
+    /** A waiter that gives up deletes its node before it answers: nothing of it is left in the queue. */
+    @Test
+    void aWaiterThatGivesUpOrIsCancelledLeavesNoNode() throws Exception {
+        LockHandle holder = acquire("queue", Duration.ZERO, Duration.ZERO, LockType.FAIR, false);
+        assertThat(acquire("queue", Duration.ofMillis(200), Duration.ZERO, LockType.FAIR, false)).isNull();
+        assertThat(nodes("queue")).as("nodes after a waiter gave up").hasSize(1);
+        CompletableFuture<LockHandle> cancelled = provider.acquire(new LockRequest("queue", Duration.ofSeconds(30).toNanos(),
+                0, false, LockType.FAIR, LockOwner.next()));
+        await().atMost(SLACK).until(() -> nodes("queue").size() == 2);
+        cancelled.cancel(true);
+        await().atMost(SLACK).until(() -> nodes("queue").size() == 1);
+        assertThat(holder.release()).isTrue();
+        assertThat(nodes("queue")).isEmpty();
+    }
+
+    /** A wait of 0 on a visibly held lock answers from one listing: it never queues a node. */
+    @Test
+    void aTryOnAHeldLockQueuesNoNode() throws Exception {
+        LockHandle holder = acquire("try", Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        Stat before = client.checkExists().forPath(provider.lockPath("try"));
+        assertThat(acquire("try", Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false)).isNull();
+        Stat after = client.checkExists().forPath(provider.lockPath("try"));
+        assertThat(after.getCversion()).as("children created or deleted under the key by the try")
+                .isEqualTo(before.getCversion());
+        assertThat(holder.release()).isTrue();
+    }
+
+    /** A fixed lease ends with the node deleted, at its end, without a loss report; the late release answers false. */
+    @Test
+    void aFixedLeaseEndsWithItsNodeDeletedAndNoLossReport() throws Exception {
+        Duration lease = Duration.ofMillis(700);
+        long start = System.nanoTime();
+        LockHandle holder = acquire("lease", Duration.ZERO, lease, LockType.REENTRANT, false);
+        List<String> losses = new java.util.concurrent.CopyOnWriteArrayList<>();
+        holder.whenLost(losses::add);
+        assertThat(nodes("lease")).hasSize(1);
+        await().atMost(lease.plus(SLACK)).until(() -> nodes("lease").isEmpty());
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("when the node went")
+                .isGreaterThanOrEqualTo(lease.toMillis());
+        assertThat(holder.stillHeld()).isFalse();
+        assertThat(holder.release()).isFalse();
+        assertThat(losses).as("an expected end is no loss").isEmpty();
+    }
+
+    /**
+     * The nodes are Curator's read/write lock's: a Curator write lock on the key's path excludes every type of ours,
+     * a Curator read lock shares with our READ and excludes our WRITE.
+     */
+    @Test
+    void curatorsReadWriteLockOnTheSamePathExcludesAndIsExcluded() throws Exception {
+        String key = "shared with curator";
+        InterProcessReadWriteLock curatorLock = new InterProcessReadWriteLock(client, provider.lockPath(key));
+        assertThat(curatorLock.writeLock().acquire(5, TimeUnit.SECONDS)).isTrue();
+        try {
+            for (LockType type : LockType.values()) {
+                assertThat(acquire(key, Duration.ZERO, Duration.ZERO, type, false)).as("%s while Curator writes", type).isNull();
+            }
+        }
+        finally {
+            curatorLock.writeLock().release();
+        }
+        LockHandle reader = acquire(key, Duration.ZERO, Duration.ZERO, LockType.READ, false);
+        assertThat(curatorLock.readLock().acquire(5, TimeUnit.SECONDS)).as("Curator's reader beside ours").isTrue();
+        curatorLock.readLock().release();
+        assertThat(curatorLock.writeLock().acquire(200, TimeUnit.MILLISECONDS)).as("Curator's writer beside our reader").isFalse();
+        assertThat(reader.release()).isTrue();
+        LockHandle writer = acquire(key, Duration.ZERO, Duration.ZERO, LockType.FAIR, false);
+        assertThat(curatorLock.readLock().acquire(200, TimeUnit.MILLISECONDS)).as("Curator's reader beside our FAIR").isFalse();
+        assertThat(writer.release()).isTrue();
+    }
+
+    /** Keys that are not node names (slashes, dots, control characters) each get a node of their own. */
+    @Test
+    void keysThatAreNotNodeNamesAreEncodedIntoOneNodeEach() throws Exception {
+        List<String> keys = List.of("orders/42", "orders", "..", "a%2Fb", "tab\there", "emoji \uD83D\uDD12");
+        List<LockHandle> held = new java.util.ArrayList<>();
+        for (String key : keys) {
+            LockHandle handle = acquire(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+            assertThat(handle).as("lock of %s", key).isNotNull();
+            held.add(handle);
+        }
+        assertThat(client.getChildren().forPath(BASE)).as("one node per key, side by side")
+                .contains("orders%2F42", "orders", "%2E%2E", "a%252Fb", "tab%09here", "emoji %F0%9F%94%92");
+        for (LockHandle handle : held) {
+            assertThat(handle.release()).isTrue();
+        }
+    }
+}
