@@ -41,8 +41,9 @@ import org.redisson.client.codec.StringCodec;
  *
  * <p>As a {@link LockInspector} it reads and deletes the lock hashes directly (both families of a key: the hash of
  * {@code REENTRANT}/{@code FAIR} and the {@code <key>:rw} hash of {@code READ}/{@code WRITE}), and announces this
- * instance in a hash {@code distlock:instance:{<client id>}} that expires after the watchdog timeout unless refreshed
- * (every third of it) — the client id being the first part of every owner field this client writes.
+ * instance in a string {@code distlock:instance:{<client id>}} (one {@code SET ... PX}, no script: lock scripts are what
+ * operators count) that expires after the watchdog timeout unless refreshed (every third of it) — the client id being
+ * the first part of every owner field this client writes.
  */
 public class RedissonLockProvider implements LockProvider, LockInspector, AutoCloseable {
 
@@ -119,13 +120,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
               end
             end
             return result
-            """;
-
-    /** Stores this instance's identity (KEYS[1]) for ARGV[4] ms. */
-    private static final String ANNOUNCE = """
-            redis.call('hset', KEYS[1], 'application', ARGV[1], 'host', ARGV[2], 'pid', ARGV[3])
-            redis.call('pexpire', KEYS[1], ARGV[4])
-            return 1
             """;
 
     private final RedissonClient redisson;
@@ -458,19 +452,41 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     /** The instance that announced itself under {@code clientId}, or {@code null}. */
     private LockInstance instance(String clientId) {
-        java.util.Map<String, String> entry = join(redisson.<String, String>getMap(instanceKey(clientId),
-                StringCodec.INSTANCE).readAllMapAsync().toCompletableFuture());
-        if (entry == null || entry.get("application") == null || entry.get("host") == null) {
+        String entry = join(redisson.<String>getBucket(instanceKey(clientId), StringCodec.INSTANCE).getAsync()
+                .toCompletableFuture());
+        return (entry != null) ? decodeInstance(entry) : null;
+    }
+
+    /** {@code application=..&host=..&pid=..}, each part URL-encoded: any name survives, and it stays readable. */
+    static String encodeInstance(LockInstance instance) {
+        return "application=" + encode(instance.application()) + "&host=" + encode(instance.host()) + "&pid="
+                + instance.pid();
+    }
+
+    /** The instance of {@link #encodeInstance}, or {@code null} for anything else. */
+    static LockInstance decodeInstance(String entry) {
+        java.util.Map<String, String> parts = new java.util.HashMap<>();
+        for (String part : entry.split("&")) {
+            int equals = part.indexOf('=');
+            if (equals > 0) {
+                parts.put(part.substring(0, equals),
+                        java.net.URLDecoder.decode(part.substring(equals + 1), java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        if (parts.get("application") == null || parts.get("host") == null) {
             return null;
         }
-        long pid;
         try {
-            pid = Long.parseLong(entry.getOrDefault("pid", "-1"));
+            return new LockInstance(parts.get("application"), parts.get("host"),
+                    Long.parseLong(parts.getOrDefault("pid", "-1")));
         }
         catch (NumberFormatException ex) {
-            pid = -1;
+            return new LockInstance(parts.get("application"), parts.get("host"), -1);
         }
-        return new LockInstance(entry.get("application"), entry.get("host"), pid);
+    }
+
+    private static String encode(String value) {
+        return java.net.URLEncoder.encode(value, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /** The key of the hash naming the instance behind {@code clientId}. */
@@ -540,10 +556,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         }
         try {
             // not waited for: the executor also runs give-backs, which must not queue behind an unreachable Redis
-            pendingAnnouncement = redisson.getScript(StringCodec.INSTANCE).evalAsync(instanceKey(clientId),
-                    RScript.Mode.READ_WRITE, ANNOUNCE, RScript.ReturnType.LONG, List.<Object>of(instanceKey(clientId)),
-                    self.application(), self.host(), String.valueOf(self.pid()), String.valueOf(watchdogMillis))
-                    .toCompletableFuture();
+            pendingAnnouncement = redisson.<String>getBucket(instanceKey(clientId), StringCodec.INSTANCE)
+                    .setAsync(encodeInstance(self), Duration.ofMillis(watchdogMillis)).toCompletableFuture();
         }
         catch (RuntimeException ex) {
             // shutting down: nothing more to announce
