@@ -1,6 +1,8 @@
 package io.github.distlock;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
@@ -11,6 +13,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -18,10 +21,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 
+import io.github.distlock.observation.DefaultLockObservationConvention;
+import io.github.distlock.observation.LockCallOutcome;
+import io.github.distlock.observation.LockObservationContext;
+import io.github.distlock.observation.LockObservationConvention;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.transaction.support.TransactionSynchronization;
@@ -39,6 +48,11 @@ import org.springframework.util.ClassUtils;
  * <p>Several keys are taken one after the other in their natural order, all within one wait; the first that can't be
  * had releases those taken before it. Asynchronous acquisitions ({@link #acquireAsync}) run on the provider's
  * futures, never blocking a thread; the blocking calls wait on the same futures.
+ *
+ * <p>It keeps the calls in progress, waiting or holding, in a concurrent map (one entry per call, added when it
+ * starts waiting and removed when its last release has answered): {@link #activeLocks()} lists them. With an
+ * {@link ObservationRegistry} ({@link #setObservationRegistry}) each call is a {@code distlock.lock} observation over
+ * its wait and its hold.
  */
 public class DefaultLockTemplate implements LockTemplate {
 
@@ -55,6 +69,10 @@ public class DefaultLockTemplate implements LockTemplate {
     private final LockListener[] listeners;
     private final boolean releaseAfterTransaction;
     private volatile ScheduledExecutorService delayedReleases;
+    /** The calls in progress; see {@link ActiveCall}. A set on a map: {@code ActiveCall} hashes by its owner id. */
+    private final java.util.Set<ActiveCall> active = ConcurrentHashMap.newKeySet();
+    private volatile ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+    private volatile LockObservationConvention observationConvention;
 
     /**
      * @param provider the backend
@@ -92,6 +110,24 @@ public class DefaultLockTemplate implements LockTemplate {
     /** The backend behind this template. */
     public LockProvider getProvider() {
         return provider;
+    }
+
+    /** The prefix of every key. */
+    public String getKeyPrefix() {
+        return keyPrefix;
+    }
+
+    /**
+     * Makes every lock call a {@code distlock.lock} observation from the start of its wait to the answer of its last
+     * release. {@link ObservationRegistry#NOOP} (the default) observes nothing and costs nothing.
+     */
+    public void setObservationRegistry(ObservationRegistry observationRegistry) {
+        this.observationRegistry = Objects.requireNonNull(observationRegistry, "observationRegistry");
+    }
+
+    /** Replaces {@link DefaultLockObservationConvention}; {@code null} restores it. */
+    public void setObservationConvention(LockObservationConvention observationConvention) {
+        this.observationConvention = observationConvention;
     }
 
     // ---------------------------------------------------------------- blocking calls
@@ -158,7 +194,14 @@ public class DefaultLockTemplate implements LockTemplate {
                 // inside the try: whatever happens from here on, the locks are released
                 taken.watch(this);
             }
-            return LockResult.of(callback.doInLock());
+            Observation observation = (taken != null) ? taken.call().observation : null;
+            if (observation == null) {
+                return LockResult.of(callback.doInLock());
+            }
+            // spans the guarded code opens on this thread become children of the lock's
+            try (Observation.Scope scope = observation.openScope()) {
+                return LockResult.of(callback.doInLock());
+            }
         }
         finally {
             try {
@@ -244,7 +287,7 @@ public class DefaultLockTemplate implements LockTemplate {
             if (!acquisition.cancel(false)) {
                 acquisition.thenAccept(late -> {
                     if (late.failedKey() == null) {
-                        releasePartial(late, late.keys().length);
+                        releasePartial(late, late.keys().length, LockCallOutcome.CANCELLED);
                     }
                 });
             }
@@ -343,7 +386,7 @@ public class DefaultLockTemplate implements LockTemplate {
                         new LockAcquisitionException(taken.failedKey(), Duration.ofNanos(taken.waitNanos()), null));
             }
             else if (result.isDone()) {
-                releasePartial(taken, taken.keys().length);
+                releasePartial(taken, taken.keys().length, LockCallOutcome.CANCELLED);
             }
             else {
                 taken.watch(this);
@@ -406,7 +449,12 @@ public class DefaultLockTemplate implements LockTemplate {
         long waitNanos = waitNanos(options);
         long leaseNanos = leaseNanos(options);
         LockOwner owner = LockOwner.next();
-        Taken taken = new Taken(keys, new LockHandle[keys.length], System.nanoTime(), waitNanos);
+        long start = System.nanoTime();
+        LockHandle[] handles = new LockHandle[keys.length];
+        ActiveCall call = new ActiveCall(keys, handles, options, owner.id(), leaseNanos, start, startObservation(keys,
+                options));
+        active.add(call);
+        Taken taken = new Taken(keys, handles, start, waitNanos, call);
         CompletableFuture<Taken> result = new CompletableFuture<>();
         takeFrom(0, taken, options, leaseNanos, owner, result);
         return result;
@@ -425,7 +473,8 @@ public class DefaultLockTemplate implements LockTemplate {
         }
         catch (IllegalArgumentException ex) {
             // a key or an option the backend refuses: the caller's mistake, not an outage
-            releasePartial(taken, index).whenComplete((ignored, never) -> result.completeExceptionally(ex));
+            releasePartial(taken, index, LockCallOutcome.ERROR)
+                    .whenComplete((ignored, never) -> result.completeExceptionally(ex));
             return;
         }
         catch (RuntimeException ex) {
@@ -442,7 +491,7 @@ public class DefaultLockTemplate implements LockTemplate {
         acquisition.whenComplete((handle, failure) -> {
             if ((failure != null || handle == null) && result.isDone()) {
                 // abandoned, and the caller has been told: only give back the keys taken before this one
-                releasePartial(taken, index);
+                releasePartial(taken, index, LockCallOutcome.CANCELLED);
             }
             else if (failure != null) {
                 failTaking(index, taken, key, unwrap(failure), result);
@@ -451,19 +500,22 @@ public class DefaultLockTemplate implements LockTemplate {
                 notifyWaited(LockListener::onNotAcquired, key, taken.start(), null);
                 Taken failed = taken.failedAt(key);
                 // all or none: the caller hears "not acquired" once nothing of this call is held any more
-                releasePartial(taken, index).whenComplete((ignored, never) -> result.complete(failed));
+                releasePartial(taken, index, LockCallOutcome.NOT_ACQUIRED)
+                        .whenComplete((ignored, never) -> result.complete(failed));
             }
             else {
                 taken.handles()[index] = handle;
                 if (index + 1 == taken.keys().length) {
-                    if (!result.complete(taken.acquired())) {
+                    Taken acquired = taken.acquired();
+                    taken.call().acquired(acquired.acquiredAt());
+                    if (!result.complete(acquired)) {
                         // abandoned (interrupted, cancelled) while the last key was on its way
-                        releasePartial(taken, index + 1);
+                        releasePartial(taken, index + 1, LockCallOutcome.CANCELLED);
                     }
                 }
                 else if (result.isDone()) {
                     // abandoned while taking: give back what was taken
-                    releasePartial(taken, index + 1);
+                    releasePartial(taken, index + 1, LockCallOutcome.CANCELLED);
                 }
                 else {
                     takeFrom(index + 1, taken, options, leaseNanos, owner, result);
@@ -474,15 +526,16 @@ public class DefaultLockTemplate implements LockTemplate {
 
     private void failTaking(int index, Taken taken, String key, Throwable failure, CompletableFuture<Taken> result) {
         notifyWaited(LockListener::onNotAcquired, key, taken.start(), failure);
-        releasePartial(taken, index).whenComplete(
+        releasePartial(taken, index, LockCallOutcome.ERROR).whenComplete(
                 (ignored, never) -> result.completeExceptionally(new LockBackendException(key, failure)));
     }
 
     /**
      * Releases the first {@code count} handles of a call that could not take all its keys (or was abandoned); the
-     * future completes, never exceptionally, when every release has answered.
+     * future completes, never exceptionally, when every release has answered, and the call has ended with
+     * {@code outcome}.
      */
-    private CompletableFuture<Void> releasePartial(Taken taken, int count) {
+    private CompletableFuture<Void> releasePartial(Taken taken, int count, LockCallOutcome outcome) {
         CompletableFuture<?>[] releases = new CompletableFuture<?>[count];
         for (int i = 0; i < count; i++) {
             String key = taken.keys()[i];
@@ -494,7 +547,7 @@ public class DefaultLockTemplate implements LockTemplate {
                 return null;
             });
         }
-        return CompletableFuture.allOf(releases);
+        return CompletableFuture.allOf(releases).whenComplete((ignored, never) -> end(taken.call(), outcome, null));
     }
 
     // ---------------------------------------------------------------- release
@@ -574,18 +627,19 @@ public class DefaultLockTemplate implements LockTemplate {
     }
 
     /** What one call took: its keys, their handles in the same order, when it started waiting and got them all. */
-    record Taken(String[] keys, LockHandle[] handles, long start, long waitNanos, long acquiredAt, String failedKey) {
+    record Taken(String[] keys, LockHandle[] handles, long start, long waitNanos, long acquiredAt, String failedKey,
+            ActiveCall call) {
 
-        Taken(String[] keys, LockHandle[] handles, long start, long waitNanos) {
-            this(keys, handles, start, waitNanos, 0, null);
+        Taken(String[] keys, LockHandle[] handles, long start, long waitNanos, ActiveCall call) {
+            this(keys, handles, start, waitNanos, 0, null, call);
         }
 
         Taken failedAt(String key) {
-            return new Taken(keys, handles, start, waitNanos, 0, key);
+            return new Taken(keys, handles, start, waitNanos, 0, key, call);
         }
 
         Taken acquired() {
-            return new Taken(keys, handles, start, waitNanos, System.nanoTime(), null);
+            return new Taken(keys, handles, start, waitNanos, System.nanoTime(), null, call);
         }
 
         LockHandle handle(String key) {
@@ -609,7 +663,7 @@ public class DefaultLockTemplate implements LockTemplate {
         /** Releases every key, waiting for each answer (the caller's thread has nothing else to do). */
         void releaseNow(DefaultLockTemplate template) {
             for (int i = keys.length - 1; i >= 0; i--) {
-                template.released(keys[i], handles[i], acquiredAt, releaseOutcome(handles[i]));
+                template.released(call, keys[i], handles[i], acquiredAt, releaseOutcome(handles[i]));
             }
         }
 
@@ -620,7 +674,7 @@ public class DefaultLockTemplate implements LockTemplate {
                 String key = keys[i];
                 LockHandle handle = handles[i];
                 releases[i] = releaseOf(handle).handle((released, failure) -> {
-                    template.released(key, handle, acquiredAt, (failure != null) ? unwrap(failure) : released);
+                    template.released(call, key, handle, acquiredAt, (failure != null) ? unwrap(failure) : released);
                     return null;
                 });
             }
@@ -648,7 +702,22 @@ public class DefaultLockTemplate implements LockTemplate {
     }
 
     /** Reports the outcome of one release: {@code Boolean} released or not, or the backend's failure. */
-    private void released(String fullKey, LockHandle handle, long acquiredAt, Object outcome) {
+    private void released(ActiveCall call, String fullKey, LockHandle handle, long acquiredAt, Object outcome) {
+        LockCallOutcome callOutcome = (outcome instanceof Throwable) ? LockCallOutcome.RELEASE_FAILED
+                : (Boolean.TRUE.equals(outcome) && !handle.lostWhileHeld()) ? LockCallOutcome.RELEASED
+                : LockCallOutcome.LEASE_LOST;
+        try {
+            report(fullKey, handle, acquiredAt, outcome);
+        }
+        finally {
+            LockCallOutcome ended = call.keyReleased(callOutcome);
+            if (ended != null) {
+                end(call, ended, (outcome instanceof Throwable failure) ? failure : null);
+            }
+        }
+    }
+
+    private void report(String fullKey, LockHandle handle, long acquiredAt, Object outcome) {
         if (outcome instanceof Throwable failure) {
             logger.warn("Could not release lock '" + fullKey + "' after " + millisSince(acquiredAt)
                     + " ms; the backend keeps trying, and it expires by itself within its lease or the watchdog "
@@ -674,6 +743,91 @@ public class DefaultLockTemplate implements LockTemplate {
         logger.warn("Lock '" + fullKey + "' was lost while its holder still runs, " + millisSince(acquiredAt)
                 + " ms after it was acquired: " + reason + ". Another caller may take it now.");
         notifyHeld(LockListener::onLeaseLost, fullKey, acquiredAt, null);
+    }
+
+    // ---------------------------------------------------------------- calls in progress, observation
+
+    /** A started {@code distlock.lock} observation for a new call, or {@code null} when nothing observes. */
+    private Observation startObservation(String[] keys, LockOptions options) {
+        ObservationRegistry registry = observationRegistry;
+        if (registry.isNoop()) {
+            return null;
+        }
+        LockObservationContext context = new LockObservationContext(List.of(keys), options.name(), options.type());
+        return Observation.createNotStarted(observationConvention, DefaultLockObservationConvention.INSTANCE,
+                () -> context, registry).start();
+    }
+
+    /** Ends a call once: it leaves the active set and its observation stops with {@code outcome}. */
+    private void end(ActiveCall call, LockCallOutcome outcome, Throwable failure) {
+        if (!call.end()) {
+            return;
+        }
+        active.remove(call);
+        Observation observation = call.observation;
+        if (observation != null) {
+            try {
+                if (observation.getContext() instanceof LockObservationContext context) {
+                    context.setOutcome(outcome);
+                }
+                if (failure != null) {
+                    observation.error(failure);
+                }
+                observation.stop();
+            }
+            catch (Throwable ex) {
+                // an observation handler only observes, as a listener does
+                logger.error("Observation handler failed on lock '" + String.join(", ", call.keys) + "'; ignored", ex);
+            }
+        }
+    }
+
+    /**
+     * The lock calls in progress on this template right now, waiting or holding, one entry per key; a snapshot, in no
+     * particular order. Nested calls that re-entered a held lock are not listed apart: their outer call holds it.
+     */
+    public List<ActiveLock> activeLocks() {
+        List<ActiveLock> locks = new ArrayList<>();
+        Instant now = Instant.now();
+        long nowNanos = System.nanoTime();
+        for (ActiveCall call : active) {
+            long acquiredAt = call.acquiredAt;
+            boolean held = acquiredAt != 0;
+            long since = held ? acquiredAt : call.start;
+            Duration duration = Duration.ofNanos(Math.max(0, nowNanos - since));
+            Duration lease = (call.leaseNanos == 0) ? null : Duration.ofNanos(call.leaseNanos);
+            Duration remaining = (!held || lease == null) ? null
+                    : Duration.ofNanos(Math.max(0, call.leaseNanos - (nowNanos - acquiredAt)));
+            for (int i = 0; i < call.keys.length; i++) {
+                LockHandle handle = held ? call.handles[i] : null;
+                long token = (handle != null) ? handle.fencingToken() : -1;
+                locks.add(new ActiveLock(call.keys[i], call.options.type(), call.options.name(), call.thread,
+                        call.owner, held, now.minus(duration), duration, lease, remaining, token));
+            }
+        }
+        return locks;
+    }
+
+    /** How many keys are held through this template right now. */
+    public int heldLockCount() {
+        int held = 0;
+        for (ActiveCall call : active) {
+            if (call.acquiredAt != 0) {
+                held += call.keys.length;
+            }
+        }
+        return held;
+    }
+
+    /** How many calls are waiting for their locks right now. */
+    public int waitingCallCount() {
+        int waiting = 0;
+        for (ActiveCall call : active) {
+            if (call.acquiredAt == 0) {
+                waiting++;
+            }
+        }
+        return waiting;
     }
 
     // ---------------------------------------------------------------- keys, options, listeners

@@ -132,4 +132,11 @@ public @interface DistributedLock {
      * from running it again. {@code 0} (the default): released when the method returns.
      */
     long holdAtLeast() default 0;
+
+    /**
+     * What this lock is called in metrics, traces ({@code distlock.lock}) and the actuator endpoint: a name with few
+     * distinct values, never anything taken from the arguments. Empty (the default): the bean's class and the method,
+     * such as {@code OrderService.placeOrder}.
+     */
+    String name() default "";
 }

@@ -59,6 +59,26 @@ public final class LockContext {
         return (token >= 0) ? OptionalLong.of(token) : OptionalLong.empty();
     }
 
+    /**
+     * The full keys (prefix included) of the locks this thread holds through {@link LockTemplate} right now, innermost
+     * first: those of the calls it is running under, and those whose release waits for the end of its transaction.
+     * Empty outside any lock. For assertions in tests ("this code ran under lock X") and diagnostics.
+     */
+    public static java.util.List<String> heldKeys() {
+        java.util.List<String> keys = new java.util.ArrayList<>();
+        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
+            if (!keys.contains(frame.key())) {
+                keys.add(frame.key());
+            }
+        }
+        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
+            if (!keys.contains(frame.key())) {
+                keys.add(frame.key());
+            }
+        }
+        return keys;
+    }
+
     /** The lock this thread holds for {@code fullKey}, or {@code null}. */
     static LockHandle held(String fullKey) {
         Frame frame = find(null, fullKey);

@@ -14,8 +14,15 @@ import java.time.Duration;
  * @param holdAtLeast the lock stays taken at least this long after it was acquired, even when the code finishes
  * sooner (released in the background, without delaying the caller): a job scheduled on several instances whose
  * clocks or triggers differ a little then runs once; {@code null} or zero for none
+ * @param name what the call is called in metrics, traces and the actuator endpoint: a low-cardinality name such as
+ * {@code "nightly-report"}, never the key itself (keys are unbounded and may carry personal data); {@code null} for
+ * {@value #UNNAMED}. {@link DistributedLock} methods are named after their class and method.
  */
-public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast) {
+public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast,
+        String name) {
+
+    /** The {@link #name()} of a template call that names none. */
+    public static final String UNNAMED = "template";
 
     /** The lease value meaning "renewed by the watchdog while held". */
     public static final Duration WATCHDOG = Duration.ZERO;
@@ -42,8 +49,17 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
             throw new IllegalArgumentException("holdAtLeast (" + holdAtLeast + ") must not exceed the fixed leaseTime ("
                     + leaseTime + ")");
         }
+        if (name != null && name.isBlank()) {
+            throw new IllegalArgumentException("name must not be blank; leave it null for '" + UNNAMED + "'");
+        }
         type = (type != null) ? type : LockType.REENTRANT;
         holdAtLeast = (holdAtLeast != null && !holdAtLeast.isZero()) ? holdAtLeast : null;
+        name = (name != null) ? name : UNNAMED;
+    }
+
+    /** Wait, lease, fencing, type and minimum hold; {@linkplain #UNNAMED unnamed}. */
+    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast) {
+        this(waitTime, leaseTime, fenced, type, holdAtLeast, null);
     }
 
     /** Wait, lease and fencing; a {@link LockType#REENTRANT} lock with no minimum hold. */
@@ -62,26 +78,31 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
 
     /** These options with another wait time. */
     public LockOptions withWaitTime(Duration waitTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
     }
 
     /** These options with another lease time ({@link #WATCHDOG} for renewal). */
     public LockOptions withLeaseTime(Duration leaseTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
     }
 
     /** These options, fenced. */
     public LockOptions withFencing() {
-        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast);
+        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast, name);
     }
 
     /** These options with another lock type. */
     public LockOptions withType(LockType type) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+    }
+
+    /** These options with another {@link #name()}. */
+    public LockOptions withName(String name) {
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
     }
 
     /** These options with a minimum hold: see {@link #holdAtLeast()}. */
     public LockOptions withHoldAtLeast(Duration holdAtLeast) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
     }
 }

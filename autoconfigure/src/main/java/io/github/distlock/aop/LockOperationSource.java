@@ -52,6 +52,17 @@ public class LockOperationSource {
         this.defaultLease = (defaultLease != null) ? defaultLease : LockOptions.WATCHDOG;
     }
 
+    /** The annotation's name, or the bean's class and the method: low-cardinality, for metrics and traces. */
+    private static String name(DistributedLock annotation, Method method, Class<?> targetClass) {
+        if (!annotation.name().isBlank()) {
+            return annotation.name().strip();
+        }
+        Class<?> type = (targetClass != null) ? org.springframework.util.ClassUtils.getUserClass(targetClass)
+                : method.getDeclaringClass();
+        String simpleName = type.getSimpleName();
+        return (simpleName.isEmpty() ? type.getName() : simpleName) + "." + method.getName();
+    }
+
     /**
      * The operation for {@code method} called on {@code targetClass}, or {@code null} when it has no
      * {@link DistributedLock}.
@@ -92,7 +103,7 @@ public class LockOperationSource {
                             annotation.timeUnit(), defaultWait),
                     time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
                             annotation.timeUnit(), defaultLease),
-                    annotation.fenced(), annotation.type(), holdAtLeast);
+                    annotation.fenced(), annotation.type(), holdAtLeast, name(annotation, specific, targetClass));
             LockOperation.Shape shape = shape(specific);
             if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
                 throw new LockAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "

@@ -11,7 +11,12 @@ import io.github.distlock.aop.DistributedLockAdvisor;
 import io.github.distlock.aop.DistributedLockInterceptor;
 import io.github.distlock.aop.DistributedLockMethodValidator;
 import io.github.distlock.aop.LockOperationSource;
+import io.github.distlock.observation.LockObservationConvention;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
+import io.micrometer.observation.ObservationRegistry;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -76,9 +81,39 @@ public final class DistlockAutoConfiguration {
     @ConditionalOnBean(LockProvider.class)
     @ConditionalOnMissingBean(LockTemplate.class)
     DefaultLockTemplate lockTemplate(LockProvider provider, DistlockProperties properties,
-            ObjectProvider<LockListener> listeners) {
-        return new DefaultLockTemplate(provider, properties.getKeyPrefix(), properties.getWaitTime(),
-                properties.getLeaseTime(), listeners.orderedStream().toList(), properties.isReleaseAfterTransaction());
+            ObjectProvider<LockListener> listeners, ObjectProvider<ObservationRegistry> observationRegistry,
+            ObjectProvider<LockObservationConvention> observationConvention) {
+        DefaultLockTemplate template = new DefaultLockTemplate(provider, properties.getKeyPrefix(),
+                properties.getWaitTime(), properties.getLeaseTime(), listeners.orderedStream().toList(),
+                properties.isReleaseAfterTransaction());
+        observationRegistry.ifUnique(template::setObservationRegistry);
+        observationConvention.ifUnique(template::setObservationConvention);
+        return template;
+    }
+
+    /** This instance as a person reads it: {@code spring.application.name}, host and pid. */
+    @Bean
+    @ConditionalOnMissingBean
+    LockInstance distlockInstance(Environment environment) {
+        return LockInstance.current(environment.getProperty("spring.application.name", "application"));
+    }
+
+    /**
+     * Announces this instance to a backend that can name the holders of a lock ({@link LockInspector}), once every
+     * singleton exists; it does not wait for the backend (an unreachable one is written to when it is back).
+     */
+    @Bean
+    @ConditionalOnBean(LockProvider.class)
+    SmartInitializingSingleton distlockInstanceAnnouncement(ObjectProvider<LockProvider> provider,
+            ObjectProvider<LockInstance> instance) {
+        return () -> {
+            if (provider.getIfUnique() instanceof LockInspector inspector) {
+                LockInstance self = instance.getIfUnique();
+                if (self != null) {
+                    inspector.announce(self);
+                }
+            }
+        };
     }
 
     @Bean

@@ -67,6 +67,12 @@ public class DistlockProperties {
     /** Settings of the Redisson client distlock builds (not applied to a RedissonClient bean of the application's own). */
     private final Redis redis = new Redis();
 
+    /** Settings of the actuator endpoint 'distlock'. */
+    private final Actuator actuator = new Actuator();
+
+    /** Settings of the health indicator 'distlock'. */
+    private final Health health = new Health();
+
     public boolean isEnabled() {
         return enabled;
     }
@@ -143,6 +149,14 @@ public class DistlockProperties {
         return redis;
     }
 
+    public Actuator getActuator() {
+        return actuator;
+    }
+
+    public Health getHealth() {
+        return health;
+    }
+
     public int getOrder() {
         return order;
     }
@@ -151,10 +165,6 @@ public class DistlockProperties {
         this.order = order;
     }
 
-    /**
-     * The failure budget of a lock call and the start-up policy of the Redisson client distlock builds. The command
-     * timeout is Spring Boot's {@code spring.data.redis.timeout}.
-     */
     /** The lock backends distlock can run on; each needs its module and client on the class path. */
     public enum Backend {
         /** Redis through Redisson (the starter's default). */
@@ -167,6 +177,65 @@ public class DistlockProperties {
         ETCD
     }
 
+    /** Settings of the actuator endpoint {@code distlock} (sanitising: {@code management.endpoint.distlock.show-values}). */
+    public static class Actuator {
+
+        /**
+         * Whether DELETE /actuator/distlock/{key} may take a lock away from its holder (on any instance). Off by
+         * default: the holder keeps running and another caller may enter; use it for a lock whose holder is known to be
+         * stuck or gone. Each force release is logged at WARN with the key and the holder it evicted.
+         */
+        private boolean forceReleaseEnabled = false;
+
+        public boolean isForceReleaseEnabled() {
+            return forceReleaseEnabled;
+        }
+
+        public void setForceReleaseEnabled(boolean forceReleaseEnabled) {
+            this.forceReleaseEnabled = forceReleaseEnabled;
+        }
+    }
+
+    /** Settings of the health indicator {@code distlock}. */
+    public static class Health {
+
+        /**
+         * How long the health check waits for the lock backend to answer before reporting it DOWN. Keep it below the
+         * health endpoint's own callers' timeouts (load balancer, Kubernetes probe).
+         */
+        private Duration timeout = Duration.ofSeconds(2);
+
+        /** How far back lease losses count as recent in the health details. */
+        private Duration recentLeaseLosses = Duration.ofMinutes(15);
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            if (timeout == null || timeout.toMillis() < 1) {
+                throw new IllegalArgumentException("distlock.health.timeout must be at least 1ms, was " + timeout);
+            }
+            this.timeout = timeout;
+        }
+
+        public Duration getRecentLeaseLosses() {
+            return recentLeaseLosses;
+        }
+
+        public void setRecentLeaseLosses(Duration recentLeaseLosses) {
+            if (recentLeaseLosses == null || recentLeaseLosses.toMillis() < 1) {
+                throw new IllegalArgumentException("distlock.health.recent-lease-losses must be at least 1ms, was "
+                        + recentLeaseLosses);
+            }
+            this.recentLeaseLosses = recentLeaseLosses;
+        }
+    }
+
+    /**
+     * The failure budget of a lock call and the start-up policy of the Redisson client distlock builds. The command
+     * timeout is Spring Boot's {@code spring.data.redis.timeout}.
+     */
     public static class Redis {
 
         /**

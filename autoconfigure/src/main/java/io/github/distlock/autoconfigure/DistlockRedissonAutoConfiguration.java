@@ -35,7 +35,8 @@ public final class DistlockRedissonAutoConfiguration {
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(DataRedisConnectionDetails.class)
     @ConditionalOnBean(DataRedisConnectionDetails.class)
-    @ConditionalOnMissingBean(RedissonClient.class)
+    @ConditionalOnMissingBean({RedissonClient.class, LockProvider.class})
+    // no client when the application brings its own LockProvider (or a test its in-memory one): it would lock nothing;
     // a Redisson client for a backend that another distlock.backend excludes would only connect to nothing
     @ConditionalOnDistlockBackend("redis")
     @EnableConfigurationProperties(DataRedisProperties.class)

@@ -11,6 +11,9 @@ import java.util.function.Consumer;
 
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
@@ -21,6 +24,7 @@ import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.RedisTimeoutException;
 import org.redisson.client.codec.LongCodec;
+import org.redisson.client.codec.StringCodec;
 
 /**
  * Locks on Redisson's {@link RLock} ({@code REENTRANT}), {@code RFairLock} ({@code FAIR}) and {@code RReadWriteLock}
@@ -34,8 +38,14 @@ import org.redisson.client.codec.LongCodec;
  *
  * <p>Fencing tokens come from a counter beside the lock ({@code redisson_lock_token:{key}}), issued by a script that
  * first checks that the lock is still this owner's, so tokens follow the order in which holders held the lock.
+ *
+ * <p>As a {@link LockInspector} it reads and deletes the lock hashes directly (both families of a key: the hash of
+ * {@code REENTRANT}/{@code FAIR} and the {@code <key>:rw} hash of {@code READ}/{@code WRITE}), and announces this
+ * instance in a string {@code distlock:instance:{<client id>}} (one {@code SET ... PX}, no script: lock scripts are what
+ * operators count) that expires after the watchdog timeout unless refreshed (every third of it) — the client id being
+ * the first part of every owner field this client writes.
  */
-public class RedissonLockProvider implements LockProvider, AutoCloseable {
+public class RedissonLockProvider implements LockProvider, LockInspector, AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(RedissonLockProvider.class);
 
@@ -68,8 +78,57 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
             return token
             """;
 
+    /** Prefix of the hash naming the instance behind a client id; the id is a hash tag of its own. */
+    static final String INSTANCE_KEY_PREFIX = "distlock:instance:";
+
+    /**
+     * Reads a lock hash (KEYS[1]) and, when ARGV[1] is '1', deletes it and wakes its waiters: those of a REENTRANT or
+     * READ/WRITE lock on its channel (KEYS[2]), the first live waiter of a FAIR queue (KEYS[3], timeouts in KEYS[4])
+     * on a channel of its own, as Redisson's forceUnlock scripts do. ARGV[2] is the wake-up message, ARGV[3] the
+     * publish command, ARGV[4] the time in ms (stale FAIR waiters are skipped, as Redisson skips them). Returns {}
+     * when the hash does not exist, otherwise {pttl, field, value, field, value, ...}: read and delete are one step,
+     * so what it returns is exactly what it deleted.
+     */
+    private static final String READ_OR_EVICT = """
+            local fields = redis.call('hgetall', KEYS[1])
+            if #fields == 0 then
+              return {}
+            end
+            local result = {tostring(redis.call('pttl', KEYS[1]))}
+            for i = 1, #fields do
+              result[#result + 1] = fields[i]
+            end
+            if ARGV[1] ~= '1' then
+              return result
+            end
+            redis.call('del', KEYS[1])
+            redis.call(ARGV[3], KEYS[2], ARGV[2])
+            if #KEYS > 2 then
+              while true do
+                local first = redis.call('lindex', KEYS[3], 0)
+                if first == false then
+                  break
+                end
+                local timeout = redis.call('zscore', KEYS[4], first)
+                if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then
+                  redis.call('zrem', KEYS[4], first)
+                  redis.call('lpop', KEYS[3])
+                else
+                  redis.call(ARGV[3], KEYS[2] .. ':' .. first, ARGV[2])
+                  break
+                end
+              end
+            end
+            return result
+            """;
+
     private final RedissonClient redisson;
     private final String clientId;
+    private volatile LockInstance announced;
+    private java.util.concurrent.ScheduledFuture<?> announcing;
+    private volatile CompletableFuture<Long> pendingPing;
+    /** Written and read on the give-back thread only. */
+    private CompletableFuture<?> pendingAnnouncement;
     private final long watchdogMillis;
     private final LeaseMonitor monitor;
     private final ScheduledExecutorService giveBacks;
@@ -292,11 +351,231 @@ public class RedissonLockProvider implements LockProvider, AutoCloseable {
         return (failure instanceof CompletionException && failure.getCause() != null) ? failure.getCause() : failure;
     }
 
-    /** Stops the lease monitor and pending give-backs; the client itself belongs to whoever created it. */
+    /**
+     * Stops the lease monitor, pending give-backs and the announcement (whose entry it deletes, best effort); the
+     * client itself belongs to whoever created it.
+     */
     @Override
     public void close() {
         monitor.close();
         giveBacks.shutdownNow();
+        if (announced != null) {
+            try {
+                redisson.getKeys().deleteAsync(instanceKey(clientId)).toCompletableFuture().get(1, TimeUnit.SECONDS);
+            }
+            catch (Exception ex) {
+                // Redis unreachable or the client shutting down: the entry expires by itself
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- LockInspector
+
+    @Override
+    public List<LockHolderInfo> holders(String key) {
+        return inspect(key, false);
+    }
+
+    @Override
+    public List<LockHolderInfo> forceRelease(String key) {
+        return inspect(key, true);
+    }
+
+    /** Both families of {@code key}: they live in different hash slots, so one script each. */
+    private List<LockHolderInfo> inspect(String key, boolean evict) {
+        checkHashTag(key);
+        String readWrite = readWriteKey(key);
+        CompletableFuture<List<Object>> exclusive = readOrEvict(List.of(key,
+                RedissonObject.prefixName("redisson_lock__channel", key),
+                RedissonObject.prefixName("redisson_lock_queue", key),
+                RedissonObject.prefixName("redisson_lock_timeout", key)), evict,
+                org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE);
+        // READ_UNLOCK wakes every waiter, as Redisson's write-lock release does: readers may all enter at once
+        CompletableFuture<List<Object>> shared = readOrEvict(List.of(readWrite,
+                RedissonObject.prefixName("redisson_rwlock", readWrite)), evict,
+                org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE);
+        List<LockHolderInfo> holders = new java.util.ArrayList<>();
+        java.util.Map<String, LockInstance> instances = new java.util.HashMap<>();
+        parseHolders(key, join(exclusive), false, holders, instances);
+        parseHolders(key, join(shared), true, holders, instances);
+        return holders;
+    }
+
+    private CompletableFuture<List<Object>> readOrEvict(List<Object> keys, boolean evict, Long message) {
+        return redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(keys.get(0).toString(),
+                evict ? RScript.Mode.READ_WRITE : RScript.Mode.READ_ONLY, READ_OR_EVICT, RScript.ReturnType.LIST,
+                keys, evict ? "1" : "0", String.valueOf(message), publishCommand(),
+                String.valueOf(System.currentTimeMillis())).toCompletableFuture();
+    }
+
+    /**
+     * The command Redisson's own scripts wake waiters with: {@code spublish} where it subscribes with sharded pub/sub
+     * (Redis 7 cluster), else {@code publish}. Internal API: {@code publish} when it can't be read.
+     */
+    private String publishCommand() {
+        try {
+            if (redisson instanceof org.redisson.Redisson client) {
+                return client.getCommandExecutor().getConnectionManager().getSubscribeService().getPublishCommand();
+            }
+        }
+        catch (RuntimeException | LinkageError ex) {
+            logger.debug("Could not read Redisson's publish command; using PUBLISH", ex);
+        }
+        return "publish";
+    }
+
+    /**
+     * Turns a script reply into holders. Owner fields are {@code <client id>:<owner>} (Redisson's lock name), with
+     * {@code :write} appended by a write lock; a read/write hash also has a {@code mode} field.
+     */
+    private void parseHolders(String key, List<Object> reply, boolean readWrite, List<LockHolderInfo> holders,
+            java.util.Map<String, LockInstance> instances) {
+        if (reply == null || reply.isEmpty()) {
+            return;
+        }
+        long pttl = Long.parseLong(reply.get(0).toString());
+        Duration remaining = (pttl >= 0) ? Duration.ofMillis(pttl) : null;
+        for (int i = 1; i + 1 < reply.size(); i += 2) {
+            String field = reply.get(i).toString();
+            if (readWrite && "mode".equals(field)) {
+                continue;
+            }
+            boolean write = readWrite && field.endsWith(":write");
+            String owner = write ? field.substring(0, field.length() - ":write".length()) : field;
+            String mode = !readWrite ? "exclusive" : write ? "write" : "read";
+            int colon = owner.lastIndexOf(':');
+            String instanceId = (colon > 0) ? owner.substring(0, colon) : null;
+            LockInstance instance = (instanceId != null) ? instances.computeIfAbsent(instanceId, this::instance) : null;
+            holders.add(new LockHolderInfo(key, owner, instanceId, instance, mode, remaining));
+        }
+    }
+
+    /** The instance that announced itself under {@code clientId}, or {@code null}. */
+    private LockInstance instance(String clientId) {
+        String entry = join(redisson.<String>getBucket(instanceKey(clientId), StringCodec.INSTANCE).getAsync()
+                .toCompletableFuture());
+        return (entry != null) ? decodeInstance(entry) : null;
+    }
+
+    /** {@code application=..&host=..&pid=..}, each part URL-encoded: any name survives, and it stays readable. */
+    static String encodeInstance(LockInstance instance) {
+        return "application=" + encode(instance.application()) + "&host=" + encode(instance.host()) + "&pid="
+                + instance.pid();
+    }
+
+    /** The instance of {@link #encodeInstance}, or {@code null} for anything else. */
+    static LockInstance decodeInstance(String entry) {
+        java.util.Map<String, String> parts = new java.util.HashMap<>();
+        for (String part : entry.split("&")) {
+            int equals = part.indexOf('=');
+            if (equals > 0) {
+                parts.put(part.substring(0, equals),
+                        java.net.URLDecoder.decode(part.substring(equals + 1), java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        if (parts.get("application") == null || parts.get("host") == null) {
+            return null;
+        }
+        try {
+            return new LockInstance(parts.get("application"), parts.get("host"),
+                    Long.parseLong(parts.getOrDefault("pid", "-1")));
+        }
+        catch (NumberFormatException ex) {
+            return new LockInstance(parts.get("application"), parts.get("host"), -1);
+        }
+    }
+
+    private static String encode(String value) {
+        return java.net.URLEncoder.encode(value, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The key of the hash naming the instance behind {@code clientId}. */
+    static String instanceKey(String clientId) {
+        return INSTANCE_KEY_PREFIX + "{" + clientId + "}";
+    }
+
+    /**
+     * One command that reaches every master ({@code DBSIZE}), waited for at most {@code timeout}. At most one is in
+     * flight: while Redis does not answer, later pings wait for the same command instead of piling up more (Redisson
+     * keeps retrying one for its whole retry budget).
+     */
+    @Override
+    public boolean ping(Duration timeout) {
+        CompletableFuture<Long> ping;
+        synchronized (this) {
+            ping = pendingPing;
+            if (ping == null || ping.isDone()) {
+                try {
+                    ping = redisson.getKeys().countAsync().toCompletableFuture();
+                }
+                catch (RuntimeException ex) {
+                    // client shut down or not able to send at all
+                    return false;
+                }
+                pendingPing = ping;
+            }
+        }
+        try {
+            ping.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            return true;
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException ex) {
+            return false;
+        }
+    }
+
+    /**
+     * Stores {@code self} under this client's id now and every third of the watchdog timeout, with the watchdog
+     * timeout as its time to live: it outlives this process by no longer than the process's own watchdog locks. A
+     * write that fails (Redis unreachable) is made again at the next refresh.
+     */
+    @Override
+    public synchronized void announce(LockInstance self) {
+        announced = java.util.Objects.requireNonNull(self, "self");
+        if (announcing == null) {
+            long period = Math.max(1, watchdogMillis / 3);
+            try {
+                announcing = giveBacks.scheduleWithFixedDelay(this::writeAnnouncement, 0, period, TimeUnit.MILLISECONDS);
+            }
+            catch (java.util.concurrent.RejectedExecutionException closed) {
+                // closed: nothing to announce any more
+            }
+        }
+    }
+
+    private void writeAnnouncement() {
+        LockInstance self = announced;
+        CompletableFuture<?> previous = pendingAnnouncement;
+        if (previous != null && !previous.isDone()) {
+            // Redis unreachable: the last write is still being retried; don't pile more commands onto the lock calls'
+            return;
+        }
+        try {
+            // not waited for: the executor also runs give-backs, which must not queue behind an unreachable Redis
+            pendingAnnouncement = redisson.<String>getBucket(instanceKey(clientId), StringCodec.INSTANCE)
+                    .setAsync(encodeInstance(self), Duration.ofMillis(watchdogMillis)).toCompletableFuture();
+        }
+        catch (RuntimeException ex) {
+            // shutting down: nothing more to announce
+        }
+    }
+
+    /** The client id that every owner field this provider writes starts with. */
+    public String clientId() {
+        return clientId;
+    }
+
+    private static <T> T join(CompletableFuture<T> future) {
+        try {
+            return future.join();
+        }
+        catch (CompletionException ex) {
+            throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+        }
     }
 
     /** Watchdog locks whose loss would be reported right now (for tests and diagnostics). */

@@ -45,6 +45,18 @@ public class ShopRepository {
                 .optional();
     }
 
+    /** Every product with its sold count, newest first, at most {@code limit}. */
+    public List<ProductView> findProductViews(int limit) {
+        return jdbc.sql("""
+                SELECT p.id, p.name, p.stock, p.fence_token,
+                       (SELECT COALESCE(SUM(o.quantity), 0) FROM orders o WHERE o.product_id = p.id)
+                FROM product p ORDER BY p.id DESC LIMIT ?""")
+                .param(limit)
+                .query((rs, row) -> new ProductView(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getLong(5),
+                        rs.getLong(4)))
+                .list();
+    }
+
     /** Inserts a product and returns its id. */
     public long insertProduct(String name, int stock) {
         KeyHolder keys = new GeneratedKeyHolder();

@@ -34,11 +34,17 @@ final class AppProcess implements AutoCloseable {
 
     /** Launches {@code SampleApplication} with these {@code --name=value} arguments on a port of its choosing. */
     static AppProcess launch(String name, Path logDir, List<String> appArgs) {
+        return launch(name, logDir, List.of(), appArgs);
+    }
+
+    /** {@link #launch(String, Path, List)} with these JVM options as well ({@code -Dspring.aot.enabled=true}). */
+    static AppProcess launch(String name, Path logDir, List<String> jvmArgs, List<String> appArgs) {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>(List.of(java,
                 // small and quick to start: three of these share two cores with the test
-                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"),
+                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+        command.addAll(jvmArgs);
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
                 SampleApplication.class.getName(), "--server.port=0", "--spring.main.banner-mode=off"));
         command.addAll(appArgs);
         try {

@@ -139,8 +139,9 @@ class ShopApiTest {
         ShopClient.Response health = client.get(app.baseUrl() + "/actuator/health");
         assertThat(health.status()).isEqualTo(200);
         assertThat(health.json().path("status").asString()).isEqualTo("UP");
-        // only health and metrics are exposed
+        // only health, metrics and distlock are exposed
         assertThat(client.get(app.baseUrl() + "/actuator/env").status()).isEqualTo(404);
+        assertThat(client.get(app.baseUrl() + "/actuator/distlock").status()).isEqualTo(200);
     }
 
     /** The COUNT of a timer with this tag, 0 when it has not recorded yet (Actuator then answers 404). */

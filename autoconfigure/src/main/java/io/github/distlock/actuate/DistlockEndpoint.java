@@ -1,0 +1,342 @@
+package io.github.distlock.actuate;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Set;
+
+import io.github.distlock.ActiveLock;
+import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.autoconfigure.DistlockProperties;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
+import io.github.distlock.spi.LockProvider;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
+import org.springframework.boot.actuate.endpoint.OperationResponseBody;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.Show;
+import org.springframework.boot.actuate.endpoint.annotation.DeleteOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+
+/**
+ * The actuator endpoint {@code distlock}: what an operator asks at 3 a.m.
+ * <ul>
+ * <li>{@code GET /actuator/distlock}: the locks this instance holds and the calls waiting for one, and the effective
+ * configuration;</li>
+ * <li>{@code GET /actuator/distlock/{key}}: who holds the key on any instance (the backend must be a
+ * {@link LockInspector}), named by the identity each instance announced;</li>
+ * <li>{@code DELETE /actuator/distlock/{key}}: takes the lock away from whoever holds it, only with
+ * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted.</li>
+ * </ul>
+ * A key is given as listed (prefix included) or without the configured prefix, which is then added; keys containing
+ * {@code /} are matched across path segments.
+ *
+ * <p>Keys can carry personal data ({@code order:<user id>}): they are shown following Actuator's convention
+ * ({@code management.endpoint.distlock.show-values}: {@code never} by default, {@code when-authorized} with
+ * {@code management.endpoint.distlock.roles}, or {@code always}); otherwise every key in a response reads
+ * {@value #MASK}.
+ */
+@Endpoint(id = "distlock")
+public class DistlockEndpoint {
+
+    private static final Log logger = LogFactory.getLog(DistlockEndpoint.class);
+
+    /** What a key reads like when it is not shown. */
+    public static final String MASK = "******";
+
+    private final LockTemplate template;
+    private final LockProvider provider;
+    private final LockInstance self;
+    private final DistlockProperties properties;
+    private final String backend;
+    private final Show showValues;
+    private final Set<String> roles;
+
+    /**
+     * @param template the template whose calls are listed (only a {@link DefaultLockTemplate} keeps them)
+     * @param provider the backend; a {@link LockInspector} answers lookups and force releases
+     * @param self this instance's identity
+     * @param properties the effective {@code distlock.*} settings
+     * @param backend the backend in use as the startup report names it, such as {@code redis (spring.data.redis.*)}
+     * @param showValues when keys are shown
+     * @param roles the roles that may see keys when {@code showValues} is {@link Show#WHEN_AUTHORIZED}
+     */
+    public DistlockEndpoint(LockTemplate template, LockProvider provider, LockInstance self, DistlockProperties properties,
+            String backend, Show showValues, Set<String> roles) {
+        this.template = template;
+        this.provider = provider;
+        this.self = self;
+        this.properties = properties;
+        this.backend = backend;
+        this.showValues = (showValues != null) ? showValues : Show.NEVER;
+        this.roles = (roles != null) ? Set.copyOf(roles) : Set.of();
+    }
+
+    /** {@code GET /actuator/distlock}. */
+    @ReadOperation
+    public LocksDescriptor locks(SecurityContext securityContext) {
+        boolean show = showKeys(securityContext);
+        List<ActiveLock> active = (template instanceof DefaultLockTemplate defaultTemplate)
+                ? defaultTemplate.activeLocks() : List.of();
+        List<HeldLockDescriptor> held = active.stream().filter(ActiveLock::held)
+                .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
+        List<WaitingCallDescriptor> waiting = active.stream().filter(lock -> !lock.held())
+                .map(lock -> WaitingCallDescriptor.of(lock, show)).toList();
+        return new LocksDescriptor(InstanceDescriptor.of(self), held, waiting, configuration(),
+                template instanceof DefaultLockTemplate);
+    }
+
+    /** {@code GET /actuator/distlock/{key}}. */
+    @ReadOperation
+    public KeyDescriptor lock(SecurityContext securityContext, @Selector(match = Selector.Match.ALL_REMAINING) String[] key) {
+        boolean show = showKeys(securityContext);
+        String fullKey = fullKey(key);
+        List<HeldLockDescriptor> here = localHolds(fullKey, show);
+        if (!(provider instanceof LockInspector inspector)) {
+            return new KeyDescriptor(shown(fullKey, show), !here.isEmpty() ? Boolean.TRUE : null, null, here,
+                    "the backend (" + provider.getClass().getSimpleName() + ") cannot say who holds a key on other "
+                            + "instances: it does not implement LockInspector");
+        }
+        List<HolderDescriptor> holders = backendCall(fullKey, show, () -> inspector.holders(fullKey)).stream()
+                .map(holder -> HolderDescriptor.of(holder, self)).toList();
+        return new KeyDescriptor(shown(fullKey, show), !holders.isEmpty(), holders, here, null);
+    }
+
+    /** {@code DELETE /actuator/distlock/{key}}: only with {@code distlock.actuator.force-release-enabled=true}. */
+    @DeleteOperation
+    public ForceReleaseDescriptor forceRelease(SecurityContext securityContext,
+            @Selector(match = Selector.Match.ALL_REMAINING) String[] key) {
+        boolean show = showKeys(securityContext);
+        String fullKey = fullKey(key);
+        if (!properties.getActuator().isForceReleaseEnabled()) {
+            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), "force release is disabled; "
+                    + "enable it with distlock.actuator.force-release-enabled=true");
+        }
+        if (!(provider instanceof LockInspector inspector)) {
+            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), "the backend ("
+                    + provider.getClass().getSimpleName() + ") cannot release another holder's lock: it does not "
+                    + "implement LockInspector");
+        }
+        List<LockHolderInfo> evicted = backendCall(fullKey, show, () -> inspector.forceRelease(fullKey));
+        String who = (securityContext.getPrincipal() != null) ? securityContext.getPrincipal().getName() : "anonymous";
+        if (evicted.isEmpty()) {
+            logger.warn("Force release of lock '" + fullKey + "' asked through the actuator endpoint by " + who
+                    + ": nobody held it");
+        }
+        else {
+            logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
+                    + "), evicting " + describe(evicted) + ". The evicted holder keeps running and is told its lock was "
+                    + "lost; another caller may take the lock now.");
+        }
+        return new ForceReleaseDescriptor(shown(fullKey, show), !evicted.isEmpty(),
+                evicted.stream().map(holder -> HolderDescriptor.of(holder, self)).toList(), null);
+    }
+
+    /** A key the backend refuses (a broken hash tag) is a bad request, answered 400 over HTTP. */
+    private static <T> T backendCall(String fullKey, boolean show, java.util.function.Supplier<T> call) {
+        try {
+            return call.get();
+        }
+        catch (IllegalArgumentException ex) {
+            String message = show ? ex.getMessage() : "the lock key is not valid for this backend";
+            throw new InvalidEndpointRequestException(message, message);
+        }
+    }
+
+    /** Whether {@code distlock.actuator.force-release-enabled} is on. */
+    boolean forceReleaseEnabled() {
+        return properties.getActuator().isForceReleaseEnabled();
+    }
+
+    private static String describe(Collection<LockHolderInfo> holders) {
+        return String.join("; ", holders.stream().map(holder -> "owner " + holder.owner() + " (" + holder.mode()
+                + ", instance " + ((holder.instance() != null) ? holder.instance().toString()
+                        : "unknown: not announced or expired") + ")").toList());
+    }
+
+    private List<HeldLockDescriptor> localHolds(String fullKey, boolean show) {
+        if (!(template instanceof DefaultLockTemplate defaultTemplate)) {
+            return List.of();
+        }
+        return defaultTemplate.activeLocks().stream().filter(lock -> lock.held() && lock.key().equals(fullKey))
+                .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
+    }
+
+    /** The key as the backend knows it: prefix included (added when missing). */
+    String fullKey(String[] segments) {
+        String key = (segments != null) ? String.join("/", segments) : "";
+        if (key.isBlank()) {
+            throw new InvalidEndpointRequestException("No lock key given", "No lock key given");
+        }
+        String prefix = properties.getKeyPrefix();
+        return key.startsWith(prefix) ? key : prefix + key;
+    }
+
+    private boolean showKeys(SecurityContext securityContext) {
+        return showValues.isShown((securityContext != null) ? securityContext : SecurityContext.NONE, roles);
+    }
+
+    private static String shown(String key, boolean show) {
+        return show ? key : MASK;
+    }
+
+    private ConfigurationDescriptor configuration() {
+        return new ConfigurationDescriptor(backend, provider.getClass().getName(), properties.getKeyPrefix(),
+                millis(properties.getWaitTime()), millis(properties.getLeaseTime()),
+                millis(properties.getWatchdogTimeout()), properties.getOrder(),
+                properties.isReleaseAfterTransaction(), properties.getActuator().isForceReleaseEnabled(),
+                showValues.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'));
+    }
+
+    private static Long millis(Duration duration) {
+        return (duration != null) ? duration.toMillis() : null;
+    }
+
+    // ---------------------------------------------------------------- descriptors (plain strings and numbers)
+
+    /**
+     * The answer of {@code GET /actuator/distlock}.
+     *
+     * @param instance this instance
+     * @param held the locks held through this instance's template, one per key
+     * @param waiting the calls waiting for a lock, one per key
+     * @param configuration the effective settings
+     * @param tracked whether the template keeps its calls (an application's own {@code LockTemplate} may not)
+     */
+    public record LocksDescriptor(InstanceDescriptor instance, List<HeldLockDescriptor> held,
+            List<WaitingCallDescriptor> waiting, ConfigurationDescriptor configuration, boolean tracked)
+            implements OperationResponseBody {
+    }
+
+    /**
+     * One held lock.
+     *
+     * @param key the full key, or {@value #MASK}
+     * @param type the lock type
+     * @param name the call: the annotated method or the template call's name
+     * @param thread the thread that took it
+     * @param owner the call's owner id (the backend's owner is {@code <client id>:<owner>})
+     * @param since when it was acquired (ISO-8601)
+     * @param heldForMillis how long it has been held
+     * @param lease {@code watchdog} (renewed while held) or {@code fixed}
+     * @param leaseMillis the fixed lease, or {@code null}
+     * @param leaseRemainingMillis what is left of the fixed lease by this instance's clock, or {@code null}
+     * @param fencingToken the fencing token, or {@code null} when none was issued
+     */
+    public record HeldLockDescriptor(String key, String type, String name, String thread, long owner, String since,
+            long heldForMillis, String lease, Long leaseMillis, Long leaseRemainingMillis, Long fencingToken) {
+
+        static HeldLockDescriptor of(ActiveLock lock, boolean show) {
+            return new HeldLockDescriptor(shown(lock.key(), show), lock.type().name(), lock.name(), lock.thread(),
+                    lock.owner(), lock.since().toString(), lock.duration().toMillis(),
+                    (lock.lease() == null) ? "watchdog" : "fixed", millis(lock.lease()), millis(lock.leaseRemaining()),
+                    (lock.fencingToken() >= 0) ? lock.fencingToken() : null);
+        }
+    }
+
+    /**
+     * One call waiting for a lock.
+     *
+     * @param key the full key, or {@value #MASK}
+     * @param type the lock type
+     * @param name the call
+     * @param thread the thread that asked
+     * @param owner the call's owner id
+     * @param since when it started waiting (ISO-8601)
+     * @param waitingForMillis how long it has waited
+     */
+    public record WaitingCallDescriptor(String key, String type, String name, String thread, long owner, String since,
+            long waitingForMillis) {
+
+        static WaitingCallDescriptor of(ActiveLock lock, boolean show) {
+            return new WaitingCallDescriptor(shown(lock.key(), show), lock.type().name(), lock.name(), lock.thread(),
+                    lock.owner(), lock.since().toString(), lock.duration().toMillis());
+        }
+    }
+
+    /**
+     * An application instance.
+     *
+     * @param application its {@code spring.application.name}
+     * @param host its host
+     * @param pid its process id
+     */
+    public record InstanceDescriptor(String application, String host, long pid) {
+
+        static InstanceDescriptor of(LockInstance instance) {
+            return (instance != null) ? new InstanceDescriptor(instance.application(), instance.host(), instance.pid())
+                    : null;
+        }
+    }
+
+    /**
+     * The effective settings.
+     *
+     * @param backend the backend in use, as the startup report names it
+     * @param provider the provider's class
+     * @param keyPrefix {@code distlock.key-prefix}
+     * @param waitTimeMillis {@code distlock.wait-time}
+     * @param leaseTimeMillis {@code distlock.lease-time}, {@code null} for the watchdog
+     * @param watchdogTimeoutMillis {@code distlock.watchdog-timeout}
+     * @param order {@code distlock.order}
+     * @param releaseAfterTransaction {@code distlock.release-after-transaction}
+     * @param forceReleaseEnabled {@code distlock.actuator.force-release-enabled}
+     * @param showValues {@code management.endpoint.distlock.show-values}
+     */
+    public record ConfigurationDescriptor(String backend, String provider, String keyPrefix, Long waitTimeMillis,
+            Long leaseTimeMillis, Long watchdogTimeoutMillis, int order, boolean releaseAfterTransaction,
+            boolean forceReleaseEnabled, String showValues) {
+    }
+
+    /**
+     * The answer of {@code GET /actuator/distlock/{key}}.
+     *
+     * @param key the full key, or {@value #MASK}
+     * @param held whether anyone holds it anywhere; {@code null} when the backend cannot say (and it is not held here)
+     * @param holders who holds it, on any instance; {@code null} when the backend cannot say
+     * @param heldHere the holds of this instance's template on the key
+     * @param note why the answer is partial, or {@code null}
+     */
+    public record KeyDescriptor(String key, Boolean held, List<HolderDescriptor> holders,
+            List<HeldLockDescriptor> heldHere, String note) implements OperationResponseBody {
+    }
+
+    /**
+     * One holder as the backend sees it.
+     *
+     * @param owner the backend's owner, such as {@code <client id>:<owner id>}
+     * @param instanceId the backend's id of the holder's instance (Redisson's client id)
+     * @param instance the instance as it announced itself, or {@code null} (never announced, or its entry expired:
+     * possibly dead, its lock living out its lease)
+     * @param thisInstance whether it is this instance
+     * @param mode {@code exclusive}, {@code read} or {@code write}
+     * @param remainingMillis the key's time to live: how long the lock outlives a holder that stops renewing it
+     */
+    public record HolderDescriptor(String owner, String instanceId, InstanceDescriptor instance, boolean thisInstance,
+            String mode, Long remainingMillis) {
+
+        static HolderDescriptor of(LockHolderInfo holder, LockInstance self) {
+            return new HolderDescriptor(holder.owner(), holder.instanceId(), InstanceDescriptor.of(holder.instance()),
+                    holder.instance() != null && holder.instance().equals(self), holder.mode(),
+                    millis(holder.remaining()));
+        }
+    }
+
+    /**
+     * The answer of {@code DELETE /actuator/distlock/{key}}.
+     *
+     * @param key the full key, or {@value #MASK}
+     * @param released whether a lock was taken away
+     * @param evicted the holders evicted
+     * @param note why nothing was done, or {@code null}
+     */
+    public record ForceReleaseDescriptor(String key, boolean released, List<HolderDescriptor> evicted, String note)
+            implements OperationResponseBody {
+    }
+}

@@ -1,0 +1,57 @@
+package io.github.distlock.spi;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What an operator asks a lock backend beyond locking: who holds a key on any instance, take a lock away, is the
+ * backend reachable. Optional: a {@link LockProvider} that also implements this interface gets the actuator
+ * endpoint's lookup ({@code GET /actuator/distlock/{key}}), its force release ({@code DELETE}) and the health
+ * indicator's ping; without it those answer "not supported" and the rest of distlock works as before.
+ *
+ * <p>Every method blocks for at most about the backend's command timeout (or the given timeout) and throws a
+ * {@link RuntimeException} when the backend fails; none is on the path of a lock call.
+ *
+ * <p>An implementation makes holders readable across instances: {@link #announce} is called once at startup with
+ * this instance's identity, which the backend stores beside its own client identity (the one it puts into the owner
+ * of every lock this instance takes) and keeps while the instance lives, so that {@link #holders} on another instance
+ * can name the instance behind an owner. The entry must expire by itself when the instance dies (a TTL, an ephemeral
+ * node, a lease): a crashed instance must not be named forever.
+ */
+public interface LockInspector {
+
+    /**
+     * Who holds {@code key} right now, on any instance.
+     *
+     * @param key the full key, prefix included, as the template passes it to {@link LockProvider#acquire}; every
+     * {@link io.github.distlock.LockType} of the key is looked at
+     * @return the holders, empty when nobody holds the key; several for a shared ({@code READ}) lock
+     */
+    List<LockHolderInfo> holders(String key);
+
+    /**
+     * Takes {@code key} away from whoever holds it, of any type, and wakes the callers waiting for it, as if every
+     * holder had released it. The evicted holders learn it like any lost lock: a watchdog lock's holder through its
+     * lease check while it still runs, a fixed lease's at release. The read and the delete are one atomic step, so
+     * the holders returned are exactly the ones evicted.
+     *
+     * @param key the full key, prefix included
+     * @return the holders evicted, empty when nobody held the key
+     */
+    List<LockHolderInfo> forceRelease(String key);
+
+    /**
+     * Whether the backend answers within {@code timeout}: the health indicator's question. Returns {@code false}
+     * (never throws) when it does not answer in time or fails.
+     */
+    boolean ping(Duration timeout);
+
+    /**
+     * Makes this instance known to the other instances, under the client identity of this provider, until this
+     * provider is closed (or the instance dies and the entry expires). Called once at startup; must not block or fail
+     * the startup when the backend is unreachable (store it when it is back). The default stores nothing:
+     * {@link #holders} then reports owners without an instance.
+     */
+    default void announce(LockInstance self) {
+    }
+}
