@@ -64,7 +64,14 @@ final class ActiveCall {
     void acquired(long acquiredAt) {
         this.acquiredAt = acquiredAt;
         if (observation != null) {
-            observation.event(LockObservationContext.ACQUIRED);
+            try {
+                observation.event(LockObservationContext.ACQUIRED);
+            }
+            catch (Throwable ex) {
+                // runs inside the acquisition chain: a throw here would leave the caller waiting forever with the lock
+                org.apache.commons.logging.LogFactory.getLog(ActiveCall.class)
+                        .error("Observation handler failed on the acquisition of " + String.join(", ", keys) + "; ignored", ex);
+            }
         }
     }
 

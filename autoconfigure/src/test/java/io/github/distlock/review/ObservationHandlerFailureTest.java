@@ -1,0 +1,80 @@
+package io.github.distlock.review;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockOptions;
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.spi.LockRequest;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+/**
+ * Review of wip-ops: an observation handler that throws in onEvent (the ACQUIRED event) must not leave the caller
+ * waiting forever with a lock it holds.
+ */
+class ObservationHandlerFailureTest {
+
+    @Test
+    void aHandlerThatThrowsOnTheAcquiredEventNeitherHangsTheCallerNorKeepsTheLock() {
+        AtomicInteger held = new AtomicInteger();
+        LockProvider provider = new LockProvider() {
+            @Override
+            public CompletableFuture<LockHandle> acquire(LockRequest request) {
+                held.incrementAndGet();
+                return CompletableFuture.completedFuture(new LockHandle() {
+                    @Override
+                    public long fencingToken() {
+                        return -1;
+                    }
+
+                    @Override
+                    public CompletableFuture<Boolean> releaseAsync() {
+                        held.decrementAndGet();
+                        return CompletableFuture.completedFuture(true);
+                    }
+                });
+            }
+
+            @Override
+            public boolean supports(LockType type, boolean fenced) {
+                return true;
+            }
+        };
+        ObservationRegistry registry = ObservationRegistry.create();
+        registry.observationConfig().observationHandler(new ObservationHandler<Observation.Context>() {
+            @Override
+            public void onEvent(Observation.Event event, Observation.Context context) {
+                throw new IllegalStateException("broken tracer");
+            }
+
+            @Override
+            public boolean supportsContext(Observation.Context context) {
+                return true;
+            }
+        });
+        DefaultLockTemplate template = new DefaultLockTemplate(provider, "lock:", Duration.ofSeconds(1), null, List.of());
+        template.setObservationRegistry(registry);
+
+        assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+            try {
+                template.execute("k", LockOptions.DEFAULTS, () -> "ran");
+            }
+            catch (RuntimeException ex) {
+                // failing the call is acceptable; hanging is not
+            }
+        }, "the lock call hangs forever after an observation handler threw on the ACQUIRED event");
+        assertThat(held).as("locks still held").hasValue(0);
+        assertThat(template.activeLocks()).isEmpty();
+    }
+}
