@@ -22,10 +22,6 @@ import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.testsupport.EtcdServer;
 import io.github.distlock.testsupport.TcpProxy;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.opentest4j.TestAbortedException;
@@ -36,62 +32,14 @@ import static org.awaitility.Awaitility.await;
 
 /** Leases, losses and entries of the etcd locks, looked at in etcd itself. */
 @Timeout(120)
-class EtcdLeaseAndEntriesTest {
+class EtcdLeaseAndEntriesTest extends EtcdServerTestBase {
 
     private static final String NAMESPACE = "distlock-leases/";
     private static final Duration SLACK = Duration.ofSeconds(10);
 
-    private static EtcdServer server;
-    private static Client client;
-    private EtcdLockProvider provider;
-    private final List<AutoCloseable> closeables = new CopyOnWriteArrayList<>();
-
-    @BeforeAll
-    static void startServer() {
-        server = EtcdServer.startUnlessSkipped();
-        if (server != null) {
-            client = EtcdTesting.connect(server.endpoint());
-        }
-    }
-
-    @AfterAll
-    static void stopServer() {
-        try {
-            if (client != null) {
-                client.close();
-            }
-        }
-        finally {
-            if (server != null) {
-                server.close();
-            }
-        }
-    }
-
-    @BeforeEach
-    void createProvider() {
-        EtcdServer.assumeRunning(server);
-        provider = new EtcdLockProvider(client, NAMESPACE, EtcdTesting.WATCHDOG);
-    }
-
-    @AfterEach
-    void close() {
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            try {
-                closeables.get(i).close();
-            }
-            catch (Exception ignored) {
-                // half-closed by the test
-            }
-        }
-        if (provider != null) {
-            provider.close();
-        }
-    }
-
-    private <T extends AutoCloseable> T closeLater(T closeable) {
-        closeables.add(closeable);
-        return closeable;
+    @Override
+    String namespace() {
+        return NAMESPACE;
     }
 
     private static LockRequest request(String key, Duration wait, Duration lease, LockType type, boolean fenced) {

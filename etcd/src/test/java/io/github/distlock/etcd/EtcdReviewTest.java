@@ -14,12 +14,7 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import io.github.distlock.testsupport.EtcdServer;
 import io.github.distlock.testsupport.TcpProxy;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -32,7 +27,7 @@ import static org.awaitility.Awaitility.await;
  * lost after etcd carried the request out, and where the provider is closed under its holders.
  */
 @Timeout(120)
-class EtcdReviewTest {
+class EtcdReviewTest extends EtcdServerTestBase {
 
     private static final String NAMESPACE = "distlock-review/";
     private static final Duration SLACK = Duration.ofSeconds(10);
@@ -43,57 +38,9 @@ class EtcdReviewTest {
      */
     private static final Duration LONG_TTL = Duration.ofSeconds(15);
 
-    private static EtcdServer server;
-    private static Client client;
-    private EtcdLockProvider provider;
-    private final List<AutoCloseable> closeables = new CopyOnWriteArrayList<>();
-
-    @BeforeAll
-    static void startServer() {
-        server = EtcdServer.startUnlessSkipped();
-        if (server != null) {
-            client = EtcdTesting.connect(server.endpoint());
-        }
-    }
-
-    @AfterAll
-    static void stopServer() {
-        try {
-            if (client != null) {
-                client.close();
-            }
-        }
-        finally {
-            if (server != null) {
-                server.close();
-            }
-        }
-    }
-
-    @BeforeEach
-    void createProvider() {
-        EtcdServer.assumeRunning(server);
-        provider = new EtcdLockProvider(client, NAMESPACE, EtcdTesting.WATCHDOG);
-    }
-
-    @AfterEach
-    void close() {
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            try {
-                closeables.get(i).close();
-            }
-            catch (Exception ignored) {
-                // half-closed by the test
-            }
-        }
-        if (provider != null) {
-            provider.close();
-        }
-    }
-
-    private <T extends AutoCloseable> T closeLater(T closeable) {
-        closeables.add(closeable);
-        return closeable;
+    @Override
+    String namespace() {
+        return NAMESPACE;
     }
 
     private static LockRequest request(String key, Duration wait) {

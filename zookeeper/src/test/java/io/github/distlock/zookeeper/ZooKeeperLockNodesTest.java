@@ -9,14 +9,8 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
-import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.data.Stat;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,35 +19,14 @@ import static org.awaitility.Awaitility.await;
 
 /** What the locks leave in ZooKeeper: their nodes, tokens and order, looked at on the server. */
 @Timeout(60)
-class ZooKeeperLockNodesTest {
+class ZooKeeperLockNodesTest extends ZooKeeperServerTestBase {
 
     private static final String BASE = "/distlock-nodes";
     private static final Duration SLACK = Duration.ofSeconds(10);
 
-    private static TestingServer server;
-    private static CuratorFramework client;
-    private ZooKeeperLockProvider provider;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        server = ZooKeeperTesting.startServer();
-        client = ZooKeeperTesting.connect(server.getConnectString());
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        client.close();
-        server.close();
-    }
-
-    @BeforeEach
-    void createProvider() {
-        provider = new ZooKeeperLockProvider(client, BASE);
-    }
-
-    @AfterEach
-    void closeProvider() {
-        provider.close();
+    @Override
+    String basePath() {
+        return BASE;
     }
 
     private LockHandle acquire(String key, Duration wait, Duration lease, LockType type, boolean fenced) throws Exception {

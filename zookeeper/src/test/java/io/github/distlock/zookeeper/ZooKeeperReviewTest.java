@@ -11,12 +11,6 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,35 +20,14 @@ import static org.awaitility.Awaitility.await;
 
 /** Review of the ZooKeeper backend: interleavings and inputs that could give two holders or a stuck lock. */
 @Timeout(60)
-class ZooKeeperReviewTest {
+class ZooKeeperReviewTest extends ZooKeeperServerTestBase {
 
     private static final String BASE = "/distlock-review";
     private static final Duration SLACK = Duration.ofSeconds(10);
 
-    private static TestingServer server;
-    private static CuratorFramework client;
-    private ZooKeeperLockProvider provider;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        server = ZooKeeperTesting.startServer();
-        client = ZooKeeperTesting.connect(server.getConnectString());
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        client.close();
-        server.close();
-    }
-
-    @BeforeEach
-    void createProvider() {
-        provider = new ZooKeeperLockProvider(client, BASE);
-    }
-
-    @AfterEach
-    void closeProvider() {
-        provider.close();
+    @Override
+    String basePath() {
+        return BASE;
     }
 
     private static LockRequest request(String key, Duration wait) {
