@@ -27,6 +27,8 @@ final class ActiveCall {
     final long start;
     /** {@code null} when no observation registry is configured. */
     final Observation observation;
+    /** The registry {@link #observation} belongs to (its scopes are that registry's). */
+    final io.micrometer.observation.ObservationRegistry observationRegistry;
     /** 0 while waiting; when every key is held, the {@link System#nanoTime()} it happened. */
     volatile long acquiredAt;
     /** Keys whose release has not answered yet; only counted for calls on several keys. */
@@ -49,7 +51,7 @@ final class ActiveCall {
     }
 
     ActiveCall(String[] keys, LockHandle[] handles, LockOptions options, long owner, long leaseNanos, long start,
-            Observation observation) {
+            Observation observation, io.micrometer.observation.ObservationRegistry observationRegistry) {
         this.keys = keys;
         this.handles = handles;
         this.options = options;
@@ -58,6 +60,7 @@ final class ActiveCall {
         this.thread = Thread.currentThread().getName();
         this.start = start;
         this.observation = observation;
+        this.observationRegistry = observationRegistry;
         this.releasesLeft = keys.length;
     }
 

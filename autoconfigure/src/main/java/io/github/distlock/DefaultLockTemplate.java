@@ -199,8 +199,14 @@ public class DefaultLockTemplate implements LockTemplate {
                 return LockResult.of(callback.doInLock());
             }
             // spans the guarded code opens on this thread become children of the lock's
-            try (Observation.Scope scope = observation.openScope()) {
+            ObservationRegistry registry = taken.call().observationRegistry;
+            Observation.Scope previous = registry.getCurrentObservationScope();
+            Observation.Scope scope = openScope(observation, registry, previous, keys);
+            try {
                 return LockResult.of(callback.doInLock());
+            }
+            finally {
+                closeScope(scope, registry, previous, keys);
             }
         }
         finally {
@@ -451,8 +457,9 @@ public class DefaultLockTemplate implements LockTemplate {
         LockOwner owner = LockOwner.next();
         long start = System.nanoTime();
         LockHandle[] handles = new LockHandle[keys.length];
-        ActiveCall call = new ActiveCall(keys, handles, options, owner.id(), leaseNanos, start, startObservation(keys,
-                options));
+        ObservationRegistry registry = observationRegistry;
+        ActiveCall call = new ActiveCall(keys, handles, options, owner.id(), leaseNanos, start,
+                startObservation(keys, options, registry), registry);
         active.add(call);
         Taken taken = new Taken(keys, handles, start, waitNanos, call);
         CompletableFuture<Taken> result = new CompletableFuture<>();
@@ -747,15 +754,67 @@ public class DefaultLockTemplate implements LockTemplate {
 
     // ---------------------------------------------------------------- calls in progress, observation
 
-    /** A started {@code distlock.lock} observation for a new call, or {@code null} when nothing observes. */
-    private Observation startObservation(String[] keys, LockOptions options) {
-        ObservationRegistry registry = observationRegistry;
+    /**
+     * A started {@code distlock.lock} observation for a new call, or {@code null} when nothing observes or a handler
+     * (or convention) failed to start it: the call then goes on unobserved, as it would without a registry.
+     */
+    private Observation startObservation(String[] keys, LockOptions options, ObservationRegistry registry) {
         if (registry.isNoop()) {
             return null;
         }
-        LockObservationContext context = new LockObservationContext(List.of(keys), options.name(), options.type());
-        return Observation.createNotStarted(observationConvention, DefaultLockObservationConvention.INSTANCE,
-                () -> context, registry).start();
+        try {
+            LockObservationContext context = new LockObservationContext(List.of(keys), options.name(), options.type());
+            return Observation.createNotStarted(observationConvention, DefaultLockObservationConvention.INSTANCE,
+                    () -> context, registry).start();
+        }
+        catch (Throwable ex) {
+            logger.error("Observation handler failed at the start of lock '" + String.join(", ", keys)
+                    + "'; the call is not observed", ex);
+            return null;
+        }
+    }
+
+    /**
+     * Opens {@code observation}'s scope, or returns {@code null} when a handler failed. Micrometer makes the scope the
+     * thread's current one before it calls the handlers, so after a failure nobody would close it and the next task
+     * on this (pooled) thread would run inside a stale observation: the thread's scope goes back to {@code previous}.
+     */
+    private static Observation.Scope openScope(Observation observation, ObservationRegistry registry,
+            Observation.Scope previous, String[] keys) {
+        try {
+            return observation.openScope();
+        }
+        catch (Throwable ex) {
+            restoreScope(registry, previous);
+            logger.error("Observation handler failed opening the scope of lock '" + String.join(", ", keys)
+                    + "'; the guarded code runs outside it", ex);
+            return null;
+        }
+    }
+
+    /** Closes {@code scope}; a handler's failure is logged and the guarded code's result or exception stands. */
+    private static void closeScope(Observation.Scope scope, ObservationRegistry registry, Observation.Scope previous,
+            String[] keys) {
+        if (scope == null) {
+            return;
+        }
+        try {
+            scope.close();
+        }
+        catch (Throwable ex) {
+            restoreScope(registry, previous);
+            logger.error("Observation handler failed closing the scope of lock '" + String.join(", ", keys)
+                    + "'; ignored", ex);
+        }
+    }
+
+    private static void restoreScope(ObservationRegistry registry, Observation.Scope previous) {
+        try {
+            registry.setCurrentObservationScope(previous);
+        }
+        catch (Throwable ex) {
+            logger.error("Could not restore the observation scope of this thread", ex);
+        }
     }
 
     /** Ends a call once: it leaves the active set and its observation stops with {@code outcome}. */

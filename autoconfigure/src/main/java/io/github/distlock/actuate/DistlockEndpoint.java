@@ -13,8 +13,10 @@ import io.github.distlock.spi.LockHolderInfo;
 import io.github.distlock.spi.LockInspector;
 import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
+import io.github.distlock.spi.NotALockException;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
@@ -31,8 +33,12 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
  * configuration;</li>
  * <li>{@code GET /actuator/distlock/{key}}: who holds the key on any instance (the backend must be a
  * {@link LockInspector}), named by the identity each instance announced;</li>
- * <li>{@code DELETE /actuator/distlock/{key}}: takes the lock away from whoever holds it, only with
- * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted.</li>
+ * <li>{@code DELETE /actuator/distlock/{key}?owner=...}: takes the lock away if that owner (as {@code GET} names it)
+ * still holds it, else answers 409 with the holders now; without {@code owner}, from whoever holds it at that moment
+ * (racy: the lock may have changed hands since the operator looked). Only with
+ * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted. A key
+ * that exists but is not a lock (another type, a hash that is not a lock: possible with an empty
+ * {@code distlock.key-prefix}) is refused with 400 and left alone.</li>
  * </ul>
  * A key is given as listed (prefix included) or without the configured prefix, which is then added; keys containing
  * {@code /} are matched across path segments.
@@ -108,34 +114,75 @@ public class DistlockEndpoint {
         return new KeyDescriptor(shown(fullKey, show), !holders.isEmpty(), holders, here, null);
     }
 
-    /** {@code DELETE /actuator/distlock/{key}}: only with {@code distlock.actuator.force-release-enabled=true}. */
+    /**
+     * {@code DELETE /actuator/distlock/{key}[?owner=...]}: only with {@code distlock.actuator.force-release-enabled=true}.
+     *
+     * <p>With {@code owner} (as {@code GET} names it) the lock is taken away only if that owner still holds it, checked
+     * and deleted in one atomic step; otherwise nothing is done and the answer lists who holds it now (409 over HTTP).
+     * Without it, whoever holds the key at the moment of the call is evicted: if the lock changed hands between the
+     * operator's look and the call, the new holder, possibly healthy, is the one evicted.
+     */
     @DeleteOperation
     public ForceReleaseDescriptor forceRelease(SecurityContext securityContext,
-            @Selector(match = Selector.Match.ALL_REMAINING) String[] key) {
+            @Selector(match = Selector.Match.ALL_REMAINING) String[] key, @Nullable String owner) {
         boolean show = showKeys(securityContext);
         String fullKey = fullKey(key);
         if (!properties.getActuator().isForceReleaseEnabled()) {
-            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), "force release is disabled; "
+            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "force release is disabled; "
                     + "enable it with distlock.actuator.force-release-enabled=true");
         }
         if (!(provider instanceof LockInspector inspector)) {
-            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), "the backend ("
+            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "the backend ("
                     + provider.getClass().getSimpleName() + ") cannot release another holder's lock: it does not "
                     + "implement LockInspector");
         }
-        List<LockHolderInfo> evicted = backendCall(fullKey, show, () -> inspector.forceRelease(fullKey));
+        String expectedOwner = (owner != null && !owner.isBlank()) ? owner.trim() : null;
+        LockInspector.ForceRelease outcome = backendCall(fullKey, show,
+                () -> inspector.forceRelease(fullKey, expectedOwner));
         String who = (securityContext.getPrincipal() != null) ? securityContext.getPrincipal().getName() : "anonymous";
-        if (evicted.isEmpty()) {
+        List<HolderDescriptor> holders = outcome.holders().stream().map(holder -> HolderDescriptor.of(holder, self))
+                .toList();
+        if (!outcome.released()) {
+            if (expectedOwner != null) {
+                logger.warn("Force release of lock '" + fullKey + "' from owner " + expectedOwner + " asked through the "
+                        + "actuator endpoint by " + who + ": refused, "
+                        + (holders.isEmpty() ? "nobody holds it now" : "held now by " + describe(outcome.holders())));
+                return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), holders, "owner "
+                        + expectedOwner + " does not hold the lock (any more); nothing was released");
+            }
             logger.warn("Force release of lock '" + fullKey + "' asked through the actuator endpoint by " + who
                     + ": nobody held it");
+            return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, null);
         }
-        else {
-            logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
-                    + "), evicting " + describe(evicted) + ". The evicted holder keeps running and is told its lock was "
-                    + "lost; another caller may take the lock now.");
-        }
-        return new ForceReleaseDescriptor(shown(fullKey, show), !evicted.isEmpty(),
-                evicted.stream().map(holder -> HolderDescriptor.of(holder, self)).toList(), null);
+        logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
+                + (expectedOwner != null ? ", from owner " + expectedOwner : ", from whoever held it") + "), evicting "
+                + describeEvicted(outcome.holders()) + ". An evicted holder keeps running until it is told; another "
+                + "caller may take the lock now.");
+        return new ForceReleaseDescriptor(shown(fullKey, show), true, holders, null, null);
+    }
+
+    /**
+     * Each evicted holder, with when it learns it lost the lock. Only this instance's own holds are known to be a
+     * watchdog or a fixed lease; for another instance's holder both cases are stated.
+     */
+    private String describeEvicted(List<LockHolderInfo> evicted) {
+        List<ActiveLock> local = (template instanceof DefaultLockTemplate defaultTemplate)
+                ? defaultTemplate.activeLocks() : List.of();
+        Duration watchdog = properties.getWatchdogTimeout();
+        String byWatchdog = "told by its lease check within a third of the watchdog timeout ("
+                + ((watchdog != null) ? watchdog.dividedBy(3).toMillis() + " ms" : "watchdog timeout / 3") + ")";
+        String atRelease = "told only at its release (a fixed lease is not checked while held)";
+        return String.join("; ", evicted.stream().map(holder -> {
+            String when = byWatchdog + " if it holds a watchdog lock, " + atRelease + " if a fixed lease";
+            if (holder.instance() != null && holder.instance().equals(self)) {
+                for (ActiveLock lock : local) {
+                    if (lock.held() && holder.owner().endsWith(":" + lock.owner())) {
+                        when = (lock.lease() == null) ? byWatchdog : atRelease;
+                    }
+                }
+            }
+            return describe(List.of(holder)) + ": " + when;
+        }).toList());
     }
 
     /** A key the backend refuses (a broken hash tag) is a bad request, answered 400 over HTTP. */
@@ -144,7 +191,9 @@ public class DistlockEndpoint {
             return call.get();
         }
         catch (IllegalArgumentException ex) {
-            String message = show ? ex.getMessage() : "the lock key is not valid for this backend";
+            // a NotALockException's message never contains the key
+            String message = (show || ex instanceof NotALockException) ? ex.getMessage()
+                    : "the lock key is not valid for this backend";
             throw new InvalidEndpointRequestException(message, message);
         }
     }
@@ -334,9 +383,12 @@ public class DistlockEndpoint {
      * @param key the full key, or {@value #MASK}
      * @param released whether a lock was taken away
      * @param evicted the holders evicted
+     * @param holders when an expected owner was given and does not hold the key: who holds it now (possibly nobody);
+     * otherwise {@code null}
      * @param note why nothing was done, or {@code null}
      */
-    public record ForceReleaseDescriptor(String key, boolean released, List<HolderDescriptor> evicted, String note)
+    public record ForceReleaseDescriptor(String key, boolean released, List<HolderDescriptor> evicted,
+            List<HolderDescriptor> holders, String note)
             implements OperationResponseBody {
     }
 }

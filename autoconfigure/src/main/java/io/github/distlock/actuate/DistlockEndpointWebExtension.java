@@ -1,5 +1,6 @@
 package io.github.distlock.actuate;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.annotation.DeleteOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
@@ -8,13 +9,16 @@ import org.springframework.boot.actuate.endpoint.web.annotation.EndpointWebExten
 
 /**
  * The HTTP face of {@link DistlockEndpoint}'s force release: {@code 403 Forbidden} while
- * {@code distlock.actuator.force-release-enabled} is off, so that a script's {@code curl --fail} fails; otherwise
+ * {@code distlock.actuator.force-release-enabled} is off, so that a script's {@code curl --fail} fails; {@code 409
+ * Conflict} with the holders now when {@code ?owner=} was given and that owner does not hold the key; otherwise
  * {@code 200} with the holders evicted (none when nobody held the key).
  */
 @EndpointWebExtension(endpoint = DistlockEndpoint.class)
 public class DistlockEndpointWebExtension {
 
     private static final int STATUS_FORBIDDEN = 403;
+
+    private static final int STATUS_CONFLICT = 409;
 
     private final DistlockEndpoint endpoint;
 
@@ -28,9 +32,10 @@ public class DistlockEndpointWebExtension {
     /** {@code DELETE /actuator/distlock/{key}}. */
     @DeleteOperation
     public WebEndpointResponse<DistlockEndpoint.ForceReleaseDescriptor> forceRelease(SecurityContext securityContext,
-            @Selector(match = Selector.Match.ALL_REMAINING) String[] key) {
-        DistlockEndpoint.ForceReleaseDescriptor result = endpoint.forceRelease(securityContext, key);
-        return new WebEndpointResponse<>(result, endpoint.forceReleaseEnabled() ? WebEndpointResponse.STATUS_OK
-                : STATUS_FORBIDDEN);
+            @Selector(match = Selector.Match.ALL_REMAINING) String[] key, @Nullable String owner) {
+        DistlockEndpoint.ForceReleaseDescriptor result = endpoint.forceRelease(securityContext, key, owner);
+        int status = !endpoint.forceReleaseEnabled() ? STATUS_FORBIDDEN
+                : (result.holders() != null) ? STATUS_CONFLICT : WebEndpointResponse.STATUS_OK;
+        return new WebEndpointResponse<>(result, status);
     }
 }

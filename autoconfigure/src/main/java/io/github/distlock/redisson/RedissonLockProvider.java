@@ -13,6 +13,7 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockHolderInfo;
 import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.NotALockException;
 import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -85,22 +86,55 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * Reads a lock hash (KEYS[1]) and, when ARGV[1] is '1', deletes it and wakes its waiters: those of a REENTRANT or
      * READ/WRITE lock on its channel (KEYS[2]), the first live waiter of a FAIR queue (KEYS[3], timeouts in KEYS[4])
      * on a channel of its own, as Redisson's forceUnlock scripts do. ARGV[2] is the wake-up message, ARGV[3] the
-     * publish command, ARGV[4] the time in ms (stale FAIR waiters are skipped, as Redisson skips them). Returns {}
-     * when the hash does not exist, otherwise {pttl, field, value, field, value, ...}: read and delete are one step,
-     * so what it returns is exactly what it deleted.
+     * publish command, ARGV[4] the time in ms (stale FAIR waiters are skipped, as Redisson skips them), ARGV[5] the
+     * owner that must hold the hash for it to be deleted ('' for any). Returns {} when the key does not exist,
+     * otherwise {deleted (1 or 0), pttl, field, value, field, value, ...}: read and delete are one step, so what it
+     * returns is exactly what it deleted.
+     *
+     * <p>With an empty key prefix the key could name anything in Redis (a web session is a hash too), so it touches
+     * only what looks like a Redisson lock hash: a hash with a time to live (Redisson never leaves a lock without one)
+     * whose fields are all {@code <client id>:<digits>} (optionally {@code :write}) with a count for value, or
+     * {@code mode} = read/write. Anything else is refused with an error starting with {@value #NOT_A_LOCK}.
      */
     private static final String READ_OR_EVICT = """
-            local fields = redis.call('hgetall', KEYS[1])
-            if #fields == 0 then
+            local kind = redis.call('type', KEYS[1])['ok']
+            if kind == 'none' then
               return {}
             end
-            local result = {tostring(redis.call('pttl', KEYS[1]))}
+            if kind ~= 'hash' then
+              return redis.error_reply('NOTALOCK the key holds a ' .. kind .. ', not a lock|')
+            end
+            local pttl = redis.call('pttl', KEYS[1])
+            if pttl <= 0 then
+              return redis.error_reply('NOTALOCK the key is a hash without a time to live, not a lock|')
+            end
+            local fields = redis.call('hgetall', KEYS[1])
+            local owned = false
+            for i = 1, #fields, 2 do
+              local field = fields[i]
+              local value = fields[i + 1]
+              local valid
+              if field == 'mode' then
+                valid = (value == 'read' or value == 'write')
+              else
+                valid = (string.match(field, '^.+:%-?%d+$') ~= nil or string.match(field, '^.+:%-?%d+:write$') ~= nil)
+                  and string.match(value, '^%d+$') ~= nil
+                if field == ARGV[5] or field == ARGV[5] .. ':write' then
+                  owned = true
+                end
+              end
+              if not valid then
+                return redis.error_reply('NOTALOCK the key is a hash whose fields are not those of a lock|')
+              end
+            end
+            local result = {'0', tostring(pttl)}
             for i = 1, #fields do
               result[#result + 1] = fields[i]
             end
-            if ARGV[1] ~= '1' then
+            if ARGV[1] ~= '1' or (ARGV[5] ~= '' and not owned) then
               return result
             end
+            result[1] = '1'
             redis.call('del', KEYS[1])
             redis.call(ARGV[3], KEYS[2], ARGV[2])
             if #KEYS > 2 then
@@ -121,6 +155,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             end
             return result
             """;
+
+    /** How the script's refusal of a key that is not a lock starts. */
+    static final String NOT_A_LOCK = "NOTALOCK";
+
+    /** Reads the instance entry on the master, as the lock scripts do (a replica may lag behind). */
+    private static final String READ_INSTANCE = "return redis.call('get', KEYS[1])";
 
     private final RedissonClient redisson;
     private final String clientId;
@@ -373,39 +413,82 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     @Override
     public List<LockHolderInfo> holders(String key) {
-        return inspect(key, false);
+        return inspect(key, false, null).holders();
     }
 
     @Override
     public List<LockHolderInfo> forceRelease(String key) {
-        return inspect(key, true);
+        return inspect(key, true, null).holders();
     }
 
-    /** Both families of {@code key}: they live in different hash slots, so one script each. */
-    private List<LockHolderInfo> inspect(String key, boolean evict) {
+    @Override
+    public ForceRelease forceRelease(String key, String expectedOwner) {
+        return inspect(key, true, expectedOwner);
+    }
+
+    /**
+     * Both families of {@code key}: they live in different hash slots, so one script each. An owner holds a key in
+     * one family only, so with an expected owner at most one of them is deleted, the one the owner holds (each script
+     * checks and deletes atomically); the other is only read.
+     */
+    private ForceRelease inspect(String key, boolean evict, String expectedOwner) {
         checkHashTag(key);
         String readWrite = readWriteKey(key);
+        String owner = (expectedOwner != null) ? expectedOwner : "";
         CompletableFuture<List<Object>> exclusive = readOrEvict(List.of(key,
                 RedissonObject.prefixName("redisson_lock__channel", key),
                 RedissonObject.prefixName("redisson_lock_queue", key),
-                RedissonObject.prefixName("redisson_lock_timeout", key)), evict,
+                RedissonObject.prefixName("redisson_lock_timeout", key)), evict, owner,
                 org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE);
         // READ_UNLOCK wakes every waiter, as Redisson's write-lock release does: readers may all enter at once
         CompletableFuture<List<Object>> shared = readOrEvict(List.of(readWrite,
-                RedissonObject.prefixName("redisson_rwlock", readWrite)), evict,
+                RedissonObject.prefixName("redisson_rwlock", readWrite)), evict, owner,
                 org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE);
+        List<Object> exclusiveReply = joinInspection(exclusive);
+        List<Object> sharedReply = joinInspection(shared);
+        boolean released = isDeleted(exclusiveReply) || isDeleted(sharedReply);
         List<LockHolderInfo> holders = new java.util.ArrayList<>();
         java.util.Map<String, LockInstance> instances = new java.util.HashMap<>();
-        parseHolders(key, join(exclusive), false, holders, instances);
-        parseHolders(key, join(shared), true, holders, instances);
-        return holders;
+        // released: the holders of the family deleted (the other one, if held, was not ours to touch)
+        if (!released || isDeleted(exclusiveReply)) {
+            parseHolders(key, exclusiveReply, false, holders, instances);
+        }
+        if (!released || isDeleted(sharedReply)) {
+            parseHolders(key, sharedReply, true, holders, instances);
+        }
+        return new ForceRelease(released, holders);
     }
 
-    private CompletableFuture<List<Object>> readOrEvict(List<Object> keys, boolean evict, Long message) {
+    private static boolean isDeleted(List<Object> reply) {
+        return reply != null && !reply.isEmpty() && "1".equals(reply.get(0).toString());
+    }
+
+    /** The script's answer; its refusal of a key that is not a lock becomes a {@link NotALockException}. */
+    private static List<Object> joinInspection(CompletableFuture<List<Object>> reply) {
+        try {
+            return join(reply);
+        }
+        catch (RuntimeException ex) {
+            for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+                String message = cause.getMessage();
+                int at = (message != null) ? message.indexOf(NOT_A_LOCK + " ") : -1;
+                if (at >= 0) {
+                    int end = message.indexOf('|', at);
+                    throw new NotALockException("not a distlock lock: " + message.substring(
+                            at + NOT_A_LOCK.length() + 1, (end > at) ? end : message.length()));
+                }
+            }
+            throw ex;
+        }
+    }
+
+    /** Always on the master (READ_WRITE), even to read: a replica may not have the lock yet, or still have it. */
+    private CompletableFuture<List<Object>> readOrEvict(List<Object> keys, boolean evict, String expectedOwner,
+            Long message) {
         return redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(keys.get(0).toString(),
-                evict ? RScript.Mode.READ_WRITE : RScript.Mode.READ_ONLY, READ_OR_EVICT, RScript.ReturnType.LIST,
+                RScript.Mode.READ_WRITE, READ_OR_EVICT, RScript.ReturnType.LIST,
                 keys, evict ? "1" : "0", String.valueOf(message), publishCommand(),
-                String.valueOf(System.currentTimeMillis())).toCompletableFuture();
+                String.valueOf(System.currentTimeMillis()), expectedOwner).toCompletableFuture();
     }
 
     /**
@@ -433,9 +516,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         if (reply == null || reply.isEmpty()) {
             return;
         }
-        long pttl = Long.parseLong(reply.get(0).toString());
+        long pttl = Long.parseLong(reply.get(1).toString());
         Duration remaining = (pttl >= 0) ? Duration.ofMillis(pttl) : null;
-        for (int i = 1; i + 1 < reply.size(); i += 2) {
+        for (int i = 2; i + 1 < reply.size(); i += 2) {
             String field = reply.get(i).toString();
             if (readWrite && "mode".equals(field)) {
                 continue;
@@ -452,8 +535,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     /** The instance that announced itself under {@code clientId}, or {@code null}. */
     private LockInstance instance(String clientId) {
-        String entry = join(redisson.<String>getBucket(instanceKey(clientId), StringCodec.INSTANCE).getAsync()
-                .toCompletableFuture());
+        String key = instanceKey(clientId);
+        String entry = join(redisson.getScript(StringCodec.INSTANCE).<String>evalAsync(key, RScript.Mode.READ_WRITE,
+                READ_INSTANCE, RScript.ReturnType.VALUE, List.<Object>of(key)).toCompletableFuture());
         return (entry != null) ? decodeInstance(entry) : null;
     }
 

@@ -26,6 +26,7 @@ public interface LockInspector {
      * @param key the full key, prefix included, as the template passes it to {@link LockProvider#acquire}; every
      * {@link io.github.distlock.LockType} of the key is looked at
      * @return the holders, empty when nobody holds the key; several for a shared ({@code READ}) lock
+     * @throws NotALockException when the key exists but is not a lock of this backend
      */
     List<LockHolderInfo> holders(String key);
 
@@ -37,8 +38,44 @@ public interface LockInspector {
      *
      * @param key the full key, prefix included
      * @return the holders evicted, empty when nobody held the key
+     * @throws NotALockException when the key exists but is not a lock of this backend (nothing is deleted)
      */
     List<LockHolderInfo> forceRelease(String key);
+
+    /**
+     * Like {@link #forceRelease(String)}, but only while {@code expectedOwner} (an owner as {@link #holders} names it)
+     * still holds {@code key}: checked and deleted in one atomic step, so a lock that changed hands since the operator
+     * looked is left alone. When the owner holds the key, the whole lock is taken away (with a shared lock, every
+     * reader). The default supports only {@code expectedOwner == null}.
+     *
+     * @param key the full key, prefix included
+     * @param expectedOwner the owner that must still hold the key, or {@code null} for whoever holds it
+     * @return whether the lock was taken away, with the holders evicted; otherwise, with the holders of the key now
+     * (empty when nobody holds it)
+     * @throws NotALockException when the key exists but is not a lock of this backend
+     */
+    default ForceRelease forceRelease(String key, String expectedOwner) {
+        if (expectedOwner == null) {
+            List<LockHolderInfo> evicted = forceRelease(key);
+            return new ForceRelease(!evicted.isEmpty(), evicted);
+        }
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot force-release a lock only from "
+                + "an expected owner");
+    }
+
+    /**
+     * The answer of {@link #forceRelease(String, String)}.
+     *
+     * @param released whether the lock was taken away
+     * @param holders the holders evicted when {@code released}, otherwise the holders now
+     */
+    record ForceRelease(boolean released, List<LockHolderInfo> holders) {
+
+        /** Copies {@code holders}. */
+        public ForceRelease {
+            holders = List.copyOf(holders);
+        }
+    }
 
     /**
      * Whether the backend answers within {@code timeout}: the health indicator's question. Returns {@code false}

@@ -141,8 +141,18 @@ class DistlockEndpointTest {
             assertThat(JsonPath.<String>read(refused.body(), "$.note")).contains("distlock.actuator.force-release-enabled");
             assertThat(JsonPath.<Boolean>read(beta.get("/actuator/distlock/" + KEY).body(), "$.held")).isTrue();
 
-            // beta force-releases it: the key is gone, the waiter is woken at once, the holder hears it lost its lock
-            WebApp.Response released = beta.delete("/actuator/distlock/" + KEY);
+            // an owner that does not hold it: 409 with the holder now, and the lock stays
+            WebApp.Response conflict = beta.delete("/actuator/distlock/" + KEY + "?owner="
+                    + holders.get(0).get("instanceId") + ":1");
+            assertThat(conflict.status()).isEqualTo(409);
+            assertThat(JsonPath.<Boolean>read(conflict.body(), "$.released")).isFalse();
+            assertThat(JsonPath.<String>read(conflict.body(), "$.holders[0].owner")).isEqualTo(owner);
+            try (RespClient client = RespClient.connect(redis.port())) {
+                assertThat(client.call("HEXISTS", FULL_KEY, owner)).isEqualTo(1L);
+            }
+
+            // beta force-releases it from the owner GET named: the key is gone, the waiter is woken at once, the holder hears it lost its lock
+            WebApp.Response released = beta.delete("/actuator/distlock/" + KEY + "?owner=" + owner);
             long releasedAt = System.nanoTime();
             assertThat(released.status()).isEqualTo(200);
             assertThat(JsonPath.<Boolean>read(released.body(), "$.released")).isTrue();
@@ -152,7 +162,8 @@ class DistlockEndpointTest {
             long acquiredAt = waiter.get(20, TimeUnit.SECONDS);
             assertThat(Duration.ofNanos(acquiredAt - releasedAt)).isLessThan(Duration.ofMillis(1500));
             assertThat(output.getOut()).contains("Force-released lock '" + FULL_KEY + "'").contains(owner)
-                    .contains("instance alpha on ");
+                    .contains("instance alpha on ").contains("within a third of the watchdog timeout (2000 ms)")
+                    .contains("only at its release");
             await().atMost(Duration.ofSeconds(15)).until(() -> alphaEvents.events.contains("leaseLost:" + FULL_KEY));
             // nobody holds it any more once the waiter is done; a second DELETE evicts nobody
             WebApp.Response again = beta.delete("/actuator/distlock/" + KEY);
@@ -198,6 +209,24 @@ class DistlockEndpointTest {
         // a '{' that opens no hash tag: the Redis backend refuses the key (500 if the refusal were not mapped)
         assertThat(beta.get("/actuator/distlock/tenant:%7B7:order").status()).isEqualTo(400);
         assertThat(beta.delete("/actuator/distlock/tenant:%7B7:order").status()).isEqualTo(400);
+    }
+
+    @Test
+    void aKeyThatIsNotALockIsRefusedAndLeftAlone() {
+        try (RespClient client = RespClient.connect(redis.port())) {
+            // a session-like hash with a TTL, a hash that looks like a lock but has no TTL, a string
+            client.call("HSET", "lock:session:1", "user", "alice");
+            client.call("PEXPIRE", "lock:session:1", "600000");
+            client.call("HSET", "lock:nottl:1", "0f6e-id:12", "1");
+            client.call("SET", "lock:string:1", "x");
+            for (String key : List.of("session:1", "nottl:1", "string:1")) {
+                WebApp.Response deleted = beta.delete("/actuator/distlock/" + key);
+                assertThat(deleted.status()).as(key).isEqualTo(400);
+                assertThat(beta.get("/actuator/distlock/" + key).status()).as(key).isEqualTo(400);
+                assertThat(client.call("EXISTS", "lock:" + key)).as(key).isEqualTo(1L);
+            }
+            assertThat(client.call("HGET", "lock:session:1", "user").toString()).isEqualTo("alice");
+        }
     }
 
     private static void awaitQuietly(CountDownLatch latch) {
