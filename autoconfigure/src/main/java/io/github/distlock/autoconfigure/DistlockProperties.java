@@ -44,9 +44,10 @@ public class DistlockProperties {
     private Duration leaseTime;
 
     /**
-     * Watchdog timeout of the Redisson client distlock builds: how long the lock of a holder that died without
-     * releasing it lives on. Renewed every third of it while the holder lives. Not applied to a RedissonClient bean of
-     * the application's own.
+     * How long the lock of a holder that died without releasing it lives on; renewed every third of it while the holder
+     * lives. Redis: the watchdog timeout of the Redisson client distlock builds (not applied to a RedissonClient bean
+     * of the application's own). Database: the renewal timeout of each row. ZooKeeper: the default session timeout.
+     * etcd: the TTL of the session lease, rounded up to whole seconds.
      */
     private Duration watchdogTimeout = Duration.ofSeconds(30);
 
