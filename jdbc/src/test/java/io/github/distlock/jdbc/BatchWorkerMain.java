@@ -5,9 +5,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+
+import static org.awaitility.Awaitility.await;
 
 /**
  * A worker instance in its own JVM, started by {@link BatchClaimingTest}: processes rows of {@code work_item} with a
@@ -67,19 +70,19 @@ public final class BatchWorkerMain {
             System.out.flush();
             // all workers begin together, so that they compete for the same rows
             new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
-            int processed = 0;
-            while (true) {
-                int done = claimer.processBatch(batchSize, work);
-                processed += done;
-                if (done == 0) {
-                    if (pending(dataSource) == 0) {
-                        break;
-                    }
-                    // rows left are claimed by others (or a dead instance, until its claims go stale)
-                    Thread.sleep(50);
-                }
-            }
-            System.out.println("DONE " + name + " " + processed);
+            AtomicInteger processed = new AtomicInteger();
+            // a round that finds nothing to claim while rows are pending (claimed by others, or by a dead instance
+            // until its claims go stale) is asked again 50 ms later, until no row is pending
+            await().atMost(Duration.ofMinutes(3)).pollInSameThread().pollDelay(Duration.ZERO)
+                    .pollInterval(Duration.ofMillis(50))
+                    .until(() -> {
+                        int done;
+                        while ((done = claimer.processBatch(batchSize, work)) > 0) {
+                            processed.addAndGet(done);
+                        }
+                        return pending(dataSource) == 0;
+                    });
+            System.out.println("DONE " + name + " " + processed.get());
         }
     }
 
