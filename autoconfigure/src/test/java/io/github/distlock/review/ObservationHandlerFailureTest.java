@@ -2,15 +2,10 @@ package io.github.distlock.review;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.distlock.DefaultLockTemplate;
 import io.github.distlock.LockOptions;
-import io.github.distlock.LockType;
-import io.github.distlock.spi.LockHandle;
-import io.github.distlock.spi.LockProvider;
-import io.github.distlock.spi.LockRequest;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
@@ -27,30 +22,8 @@ class ObservationHandlerFailureTest {
 
     @Test
     void aHandlerThatThrowsOnTheAcquiredEventNeitherHangsTheCallerNorKeepsTheLock() {
-        AtomicInteger held = new AtomicInteger();
-        LockProvider provider = new LockProvider() {
-            @Override
-            public CompletableFuture<LockHandle> acquire(LockRequest request) {
-                held.incrementAndGet();
-                return CompletableFuture.completedFuture(new LockHandle() {
-                    @Override
-                    public long fencingToken() {
-                        return -1;
-                    }
-
-                    @Override
-                    public CompletableFuture<Boolean> releaseAsync() {
-                        held.decrementAndGet();
-                        return CompletableFuture.completedFuture(true);
-                    }
-                });
-            }
-
-            @Override
-            public boolean supports(LockType type, boolean fenced) {
-                return true;
-            }
-        };
+        CountingLockProvider provider = new CountingLockProvider();
+        AtomicInteger held = provider.held;
         ObservationRegistry registry = ObservationRegistry.create();
         registry.observationConfig().observationHandler(new ObservationHandler<Observation.Context>() {
             @Override

@@ -2,16 +2,12 @@ package io.github.distlock.review;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 import io.github.distlock.DefaultLockTemplate;
 import io.github.distlock.LockOptions;
-import io.github.distlock.LockType;
-import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
-import io.github.distlock.spi.LockRequest;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
@@ -25,7 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ObservationScopeFailureTest {
 
-    private final AtomicInteger held = new AtomicInteger();
+    private final CountingLockProvider counting = new CountingLockProvider();
+    private final AtomicInteger held = counting.held;
 
     @Test
     void aHandlerThatThrowsOnStartDoesNotFailTheCall() {
@@ -76,29 +73,7 @@ class ObservationScopeFailureTest {
     }
 
     private LockProvider provider() {
-        return new LockProvider() {
-            @Override
-            public CompletableFuture<LockHandle> acquire(LockRequest request) {
-                held.incrementAndGet();
-                return CompletableFuture.completedFuture(new LockHandle() {
-                    @Override
-                    public long fencingToken() {
-                        return -1;
-                    }
-
-                    @Override
-                    public CompletableFuture<Boolean> releaseAsync() {
-                        held.decrementAndGet();
-                        return CompletableFuture.completedFuture(true);
-                    }
-                });
-            }
-
-            @Override
-            public boolean supports(LockType type, boolean fenced) {
-                return true;
-            }
-        };
+        return counting;
     }
 
     static final class FailingHandler implements ObservationHandler<Observation.Context> {
