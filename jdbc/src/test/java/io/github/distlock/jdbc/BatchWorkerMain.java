@@ -46,8 +46,11 @@ public final class BatchWorkerMain {
                     log.setString(2, name);
                     log.executeUpdate();
                 }
-                // the row's work takes a moment, so that the workers' batches overlap in time
-                Thread.sleep(2);
+                // the row's work takes a moment (busy, as real work is), so that the workers' batches overlap in time
+                long until = System.nanoTime() + 2_000_000;
+                while (System.nanoTime() - until < 0) {
+                    Thread.onSpinWait();
+                }
             };
             if (args[6].equals("victim")) {
                 JdbcBatchClaimer.Batch batch = claimer.claim(batchSize);
