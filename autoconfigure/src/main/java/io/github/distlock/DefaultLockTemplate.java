@@ -533,8 +533,11 @@ public class DefaultLockTemplate implements LockTemplate {
 
     private void failTaking(int index, Taken taken, String key, Throwable failure, CompletableFuture<Taken> result) {
         notifyWaited(LockListener::onNotAcquired, key, taken.start(), failure);
-        releasePartial(taken, index, LockCallOutcome.ERROR).whenComplete(
-                (ignored, never) -> result.completeExceptionally(new LockBackendException(key, failure)));
+        // a closed key is an answer, not an outage: the caller gets it as it is
+        Throwable reported = (failure instanceof LockKeyClosedException closed) ? closed
+                : new LockBackendException(key, failure);
+        releasePartial(taken, index, (reported instanceof LockKeyClosedException) ? LockCallOutcome.NOT_ACQUIRED
+                : LockCallOutcome.ERROR).whenComplete((ignored, never) -> result.completeExceptionally(reported));
     }
 
     /**
@@ -890,6 +893,17 @@ public class DefaultLockTemplate implements LockTemplate {
     }
 
     // ---------------------------------------------------------------- keys, options, listeners
+
+    @Override
+    public long closeKey(String key, String reason) {
+        Objects.requireNonNull(reason, "reason");
+        return provider.closeKey(fullKey(key), reason);
+    }
+
+    @Override
+    public void reopenKey(String key) {
+        provider.reopenKey(fullKey(key));
+    }
 
     @Override
     public String fullKey(String key) {

@@ -108,4 +108,20 @@ public interface LockTemplate {
 
     /** The Redis key a lock for {@code key} uses: the configured prefix followed by {@code key}. */
     String fullKey(String key);
+
+    /**
+     * Closes the lock key {@code key} on every instance: callers waiting for it now, and callers asking for it until
+     * {@link #reopenKey} is called, fail at once with {@link LockKeyClosedException} (carrying {@code reason}); the
+     * current holder keeps its lock until it releases it. For the end of a sale: the buyers still queued on a product's
+     * lock get their answer at once. Supported for {@link LockType#FAIR} locks on Redis (and by the in-memory provider
+     * of distlock-test); other backends throw {@link UnsupportedOperationException}.
+     *
+     * @param key the key as given to {@code execute} (the prefix is added)
+     * @param reason what the waiters are told, such as "sold out"
+     * @return how many waiters queued in the backend were told
+     */
+    long closeKey(String key, String reason);
+
+    /** Reopens a key {@linkplain #closeKey closed} before; nothing happens when it is not closed. */
+    void reopenKey(String key);
 }

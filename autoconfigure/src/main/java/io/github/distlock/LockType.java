@@ -14,8 +14,9 @@ public enum LockType {
     REENTRANT,
 
     /**
-     * One holder at a time; waiters get the lock in the order they asked for it. Costs more than {@link #REENTRANT} on
-     * a contended key (on Redis, each operation touches every queued waiter).
+     * One holder at a time; waiters get the lock in the order they asked for it. On Redis the release hands the lock
+     * straight to the first waiter (one round trip and one message, whatever the queue's length), which makes it the
+     * lock for a hot key such as a flash sale's product; its key can be {@linkplain LockTemplate#closeKey closed}.
      */
     FAIR,
 

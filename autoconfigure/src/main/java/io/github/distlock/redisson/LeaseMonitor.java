@@ -84,7 +84,7 @@ final class LeaseMonitor implements AutoCloseable {
                 handle.checking = true;
                 long sentAt = System.nanoTime();
                 // completed on this monitor's thread, not Redisson's event loop, and only for bookkeeping
-                handle.lock().isHeldByThreadAsync(handle.owner()).whenCompleteAsync((held, failure) -> {
+                handle.confirm().whenCompleteAsync((held, failure) -> {
                     handle.checking = false;
                     if (failure != null) {
                         return;

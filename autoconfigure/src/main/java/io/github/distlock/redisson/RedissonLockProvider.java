@@ -28,9 +28,9 @@ import org.redisson.client.codec.LongCodec;
 import org.redisson.client.codec.StringCodec;
 
 /**
- * Locks on Redisson's {@link RLock} ({@code REENTRANT}), {@code RFairLock} ({@code FAIR}) and {@code RReadWriteLock}
- * ({@code READ}, {@code WRITE}): a Redis hash whose field is the owner ({@code <client id>:<owner id>}), with
- * publish/subscribe wake-up of waiters and watchdog renewal.
+ * Locks on Redisson's {@link RLock} ({@code REENTRANT}) and {@code RReadWriteLock} ({@code READ}, {@code WRITE}), and
+ * our own hand-off lock ({@code FAIR}, {@link HandoffLocks}): a Redis hash whose field is the owner
+ * ({@code <client id>:<owner id>}), with publish/subscribe wake-up of waiters and watchdog renewal.
  *
  * <p>Each acquisition has an owner of its own ({@link io.github.distlock.spi.LockOwner}), passed where Redisson would
  * use the thread id: a lock that an acquisition left behind (its reply came too late) can be re-entered by nobody,
@@ -83,10 +83,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     static final String INSTANCE_KEY_PREFIX = "distlock:instance:";
 
     /**
-     * Reads a lock hash (KEYS[1]) and, when ARGV[1] is '1', deletes it and wakes its waiters: those of a REENTRANT or
-     * READ/WRITE lock on its channel (KEYS[2]), the first live waiter of a FAIR queue (KEYS[3], timeouts in KEYS[4])
-     * on a channel of its own, as Redisson's forceUnlock scripts do. ARGV[2] is the wake-up message, ARGV[3] the
-     * publish command, ARGV[4] the time in ms (stale FAIR waiters are skipped, as Redisson skips them), ARGV[5] the
+     * Reads a lock hash (KEYS[1]) and, when ARGV[1] is '1', deletes it and wakes the waiters of a REENTRANT or
+     * READ/WRITE lock on its channel (KEYS[2]), as Redisson's forceUnlock scripts do (a FAIR queue's next waiter is
+     * granted by a script of its own afterwards). ARGV[2] is the wake-up message, ARGV[3] the
+     * publish command, ARGV[4] the time in ms (unused), ARGV[5] the
      * owner that must hold the hash for it to be deleted ('' for any). Returns {} when the key does not exist,
      * otherwise {deleted (1 or 0), pttl, field, value, field, value, ...}: read and delete are one step, so what it
      * returns is exactly what it deleted.
@@ -137,22 +137,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             result[1] = '1'
             redis.call('del', KEYS[1])
             redis.call(ARGV[3], KEYS[2], ARGV[2])
-            if #KEYS > 2 then
-              while true do
-                local first = redis.call('lindex', KEYS[3], 0)
-                if first == false then
-                  break
-                end
-                local timeout = redis.call('zscore', KEYS[4], first)
-                if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then
-                  redis.call('zrem', KEYS[4], first)
-                  redis.call('lpop', KEYS[3])
-                else
-                  redis.call(ARGV[3], KEYS[2] .. ':' .. first, ARGV[2])
-                  break
-                end
-              end
-            end
             return result
             """;
 
@@ -172,6 +156,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private final long watchdogMillis;
     private final LeaseMonitor monitor;
     private final ScheduledExecutorService giveBacks;
+    private final HandoffLocks handoffs;
 
     /**
      * @param redisson the client the locks live in; its {@code lockWatchdogTimeout} also paces the check that
@@ -193,6 +178,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             thread.setDaemon(true);
             return thread;
         });
+        this.handoffs = new HandoffLocks(this, redisson, clientId, watchdogMillis, giveBacks);
     }
 
     /** Every type: {@code RLock}, {@code RFairLock}, the two halves of {@code RReadWriteLock}; all but READ fenced. */
@@ -204,7 +190,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private RLock lock(LockType type, String key) {
         return switch (type) {
             case REENTRANT -> redisson.getLock(key);
-            case FAIR -> redisson.getFairLock(key);
+            // the hand-off lock's hash is the one RLock writes: this object names it and asks HEXISTS for stillHeld
+            case FAIR -> redisson.getLock(key);
             // a key of their own: Redisson's read/write scripts only look at the hash's 'mode' field, which the
             // other types never write, so on one hash a reader could be granted beside a REENTRANT holder, and its
             // release could delete that holder's lock. Apart, the two families don't exclude each other (documented)
@@ -238,6 +225,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         long leaseMillis = request.watchdog() ? watchdogMillis : ceilMillis(request.leaseNanos());
         long lease = request.watchdog() ? WATCHDOG : leaseMillis;
         CompletableFuture<LockHandle> result = new CompletableFuture<>();
+        if (request.type() == LockType.FAIR) {
+            acquireHandoff(request, lock, owner, leaseMillis, result);
+            return result;
+        }
         lock.tryLockAsync(waitMillis, lease, TimeUnit.MILLISECONDS, owner).whenComplete((acquired, failure) -> {
             try {
                 completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
@@ -253,11 +244,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,
             Throwable failure, CompletableFuture<LockHandle> result) {
-            if ((failure != null || !acquired) && request.type() == LockType.FAIR) {
-                // a waiter that gave up (or whose wait ended on a subscription timeout) must leave the fair queue, or
-                // the next holder's release hands the lock to nobody until the entry times out
-                leaveFairQueue(lock, ownerField(LockType.FAIR, owner));
-            }
             if (failure != null) {
                 Throwable cause = unwrap(failure);
                 // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
@@ -280,7 +266,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 return;
             }
             RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, ownerField(request.type(), owner),
-                    leaseMillis, request.watchdog() ? monitor : null);
+                    leaseMillis, request.watchdog() ? monitor : null, false);
+            completeHandle(request, handle, result);
+    }
+
+    /** Hands out {@code handle}, after issuing its token when the request is fenced. */
+    private void completeHandle(LockRequest request, RedissonLockHandle handle, CompletableFuture<LockHandle> result) {
             if (!request.fenced()) {
                 complete(result, handle);
                 return;
@@ -304,18 +295,87 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         return (nanos + 999_999) / 1_000_000;
     }
 
-    /** Removes a waiter from a fair lock's queue and timeout set (Redisson's own clean-up is not reachable here). */
-    private static final String LEAVE_FAIR_QUEUE = """
-            redis.call('lrem', KEYS[1], 0, ARGV[1])
-            redis.call('zrem', KEYS[2], ARGV[1])
-            return 1
-            """;
+    /**
+     * A {@code FAIR} lock: the hand-off lock of {@link HandoffLocks}. A caller that stops waiting (the template cancels
+     * {@code result}) leaves the queue, or passes on a lock granted to it meanwhile.
+     */
+    private void acquireHandoff(LockRequest request, RLock lock, long owner, long leaseMillis,
+            CompletableFuture<LockHandle> result) {
+        String field = ownerField(LockType.FAIR, owner);
+        CompletableFuture<HandoffLocks.Granted> granted = handoffs.acquire(request.key(), owner, field,
+                request.waitNanos(), leaseMillis);
+        result.whenComplete((ignored, failure) -> {
+            if (result.isCancelled()) {
+                granted.cancel(false);
+            }
+        });
+        granted.whenComplete((grant, failure) -> {
+            if (failure != null) {
+                if (!(failure instanceof java.util.concurrent.CancellationException)) {
+                    result.completeExceptionally(unwrap(failure));
+                }
+                return;
+            }
+            if (grant == null) {
+                result.complete(null);
+                return;
+            }
+            try {
+                RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, field, leaseMillis,
+                        request.watchdog() ? monitor : null, true);
+                if (grant.claimNeeded()) {
+                    claim(handle, grant.claimBy());
+                }
+                completeHandle(request, handle, result);
+            }
+            catch (Throwable unexpected) {
+                giveBack(request.key(), () -> handoffs.release(request.key(), field), leaseMillis);
+                result.completeExceptionally(unexpected);
+            }
+        });
+    }
 
-    private void leaveFairQueue(RLock lock, String ownerField) {
-        String queue = RedissonObject.prefixName("redisson_lock_queue", lock.getName());
-        String timeouts = RedissonObject.prefixName("redisson_lock_timeout", lock.getName());
-        redisson.getScript(LongCodec.INSTANCE).evalAsync(lock.getName(), RScript.Mode.READ_WRITE, LEAVE_FAIR_QUEUE,
-                RScript.ReturnType.LONG, List.<Object>of(queue, timeouts), ownerField);
+    /**
+     * Extends a hand-off's grant to the holder's own lease, without holding up the holder: retried until it lands or
+     * the grant runs out ({@code claimBy}), when the holder is told that its lock is lost (unless confirmed by then).
+     */
+    private void claim(RedissonLockHandle handle, long claimBy) {
+        handoffs.renew(handle.lock().getName(), handle.ownerField(), handle.leaseMillis()).whenComplete((held, failure) -> {
+            if (failure == null) {
+                if (held) {
+                    handle.confirmedAt = System.nanoTime();
+                }
+                else {
+                    handle.lost("its grant ran out before the claim of its own lease reached Redis");
+                }
+                return;
+            }
+            long left = claimBy - System.nanoTime();
+            if (left <= 0) {
+                handle.lost("the claim of its own lease did not reach Redis before the grant ran out: " + failure);
+                return;
+            }
+            try {
+                giveBacks.schedule(() -> claim(handle, claimBy), Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)),
+                        TimeUnit.NANOSECONDS);
+            }
+            catch (RuntimeException rejected) {
+                // closed
+            }
+        });
+    }
+
+    /** Closes {@code key} for {@code FAIR} locks: see {@link LockProvider#closeKey}. */
+    @Override
+    public long closeKey(String key, String reason) {
+        checkHashTag(key);
+        return handoffs.close(key, reason);
+    }
+
+    @Override
+    public void reopenKey(String key) {
+        checkHashTag(key);
+        handoffs.reopen(key);
     }
 
     /**
@@ -351,23 +411,49 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * first was sent has run by then), and at most for the lock's lease, after which it has expired anyway.
      */
     void giveBack(RLock lock, long owner, long leaseMillis) {
-        long period = Math.max(50, Math.min(1000, leaseMillis / 10));
-        giveBack(lock, owner, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis), period, 0);
+        giveBack(lock.getName(), () -> lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
+            if (failure == null) {
+                return Boolean.TRUE;
+            }
+            if (unwrap(failure) instanceof IllegalMonitorStateException) {
+                return Boolean.FALSE;
+            }
+            throw (failure instanceof CompletionException completion) ? completion : new CompletionException(failure);
+        }), leaseMillis);
     }
 
-    private void giveBack(RLock lock, long owner, long deadline, long period, int notHeldAnswers) {
-        lock.unlockAsync(owner).whenComplete((released, failure) -> {
-            if (failure == null) {
-                logger.info("Gave back lock '" + lock.getName() + "', taken for a call that had already failed or "
+    /**
+     * Runs {@code unlock} (true: released, false: not held) until it releases or Redis has answered "not held" twice,
+     * and at most for the lock's lease.
+     */
+    void giveBack(String name, java.util.function.Supplier<CompletableFuture<Boolean>> unlock, long leaseMillis) {
+        long period = Math.max(50, Math.min(1000, leaseMillis / 10));
+        giveBack(name, unlock, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis), period, 0);
+    }
+
+    private void giveBack(String name, java.util.function.Supplier<CompletableFuture<Boolean>> unlock, long deadline,
+            long period, int notHeldAnswers) {
+        CompletableFuture<Boolean> attempt;
+        try {
+            attempt = unlock.get();
+        }
+        catch (RuntimeException ex) {
+            // client shut down: the lock expires within its lease
+            return;
+        }
+        attempt.whenComplete((released, failure) -> {
+            if (failure == null && released) {
+                logger.info("Gave back lock '" + name + "', taken for a call that had already failed or "
                         + "stopped waiting");
                 return;
             }
-            int answers = (unwrap(failure) instanceof IllegalMonitorStateException) ? notHeldAnswers + 1 : notHeldAnswers;
+            int answers = (failure == null) ? notHeldAnswers + 1 : notHeldAnswers;
             if (answers >= 2 || System.nanoTime() - deadline > 0) {
                 return;
             }
             try {
-                giveBacks.schedule(() -> giveBack(lock, owner, deadline, period, answers), period, TimeUnit.MILLISECONDS);
+                giveBacks.schedule(() -> giveBack(name, unlock, deadline, period, answers), period,
+                        TimeUnit.MILLISECONDS);
             }
             catch (RuntimeException rejected) {
                 // shutting down: the lock expires within its lease
@@ -436,9 +522,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         String readWrite = readWriteKey(key);
         String owner = (expectedOwner != null) ? expectedOwner : "";
         CompletableFuture<List<Object>> exclusive = readOrEvict(List.of(key,
-                RedissonObject.prefixName("redisson_lock__channel", key),
-                RedissonObject.prefixName("redisson_lock_queue", key),
-                RedissonObject.prefixName("redisson_lock_timeout", key)), evict, owner,
+                RedissonObject.prefixName("redisson_lock__channel", key)), evict, owner,
                 org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE);
         // READ_UNLOCK wakes every waiter, as Redisson's write-lock release does: readers may all enter at once
         CompletableFuture<List<Object>> shared = readOrEvict(List.of(readWrite,
@@ -446,6 +530,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE);
         List<Object> exclusiveReply = joinInspection(exclusive);
         List<Object> sharedReply = joinInspection(shared);
+        if (isDeleted(exclusiveReply)) {
+            // the FAIR queue's next waiter gets it now, not at its next poll
+            join(handoffs.handOffIfFree(key));
+        }
         boolean released = isDeleted(exclusiveReply) || isDeleted(sharedReply);
         List<LockHolderInfo> holders = new java.util.ArrayList<>();
         java.util.Map<String, LockInstance> instances = new java.util.HashMap<>();
@@ -653,13 +741,18 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         return clientId;
     }
 
-    private static <T> T join(CompletableFuture<T> future) {
+    static <T> T join(CompletableFuture<T> future) {
         try {
             return future.join();
         }
         catch (CompletionException ex) {
             throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
         }
+    }
+
+    /** The FAIR locks' queue side (for tests). */
+    HandoffLocks handoffs() {
+        return handoffs;
     }
 
     /** Watchdog locks whose loss would be reported right now (for tests and diagnostics). */
@@ -680,6 +773,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         private final long owner;
         private final String ownerField;
         private final long leaseMillis;
+        /** A {@code FAIR} lock of {@link HandoffLocks}: released and renewed by its scripts. */
+        private final boolean handoff;
         final LeaseMonitor monitor;
         private static final int HELD = 0;
         private static final int RELEASING = 1;
@@ -697,7 +792,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         volatile boolean checking;
 
         RedissonLockHandle(RedissonLockProvider provider, RLock lock, long owner, String ownerField, long leaseMillis,
-                LeaseMonitor monitor) {
+                LeaseMonitor monitor, boolean handoff) {
+            this.handoff = handoff;
             this.provider = provider;
             this.lock = lock;
             this.owner = owner;
@@ -712,6 +808,26 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
         long owner() {
             return owner;
+        }
+
+        String ownerField() {
+            return ownerField;
+        }
+
+        long leaseMillis() {
+            return leaseMillis;
+        }
+
+        /**
+         * Whether the lock is still this owner's, asked by the lease monitor. A hand-off lock has no Redisson watchdog:
+         * the question renews it (Redisson renews its own locks every third of the watchdog timeout, as the monitor
+         * asks).
+         */
+        CompletableFuture<Boolean> confirm() {
+            if (handoff) {
+                return provider.handoffs.renew(lock.getName(), ownerField, leaseMillis);
+            }
+            return lock.isHeldByThreadAsync(owner).toCompletableFuture();
         }
 
         @Override
@@ -760,6 +876,17 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
             // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
             // code left the thread interrupted.
+            if (handoff) {
+                String key = lock.getName();
+                return provider.handoffs.release(key, ownerField).handle((released, failure) -> {
+                    if (failure == null) {
+                        return released;
+                    }
+                    provider.giveBack(key, () -> provider.handoffs.release(key, ownerField), leaseMillis);
+                    Throwable cause = unwrap(failure);
+                    throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
+                });
+            }
             return lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
                 if (failure == null) {
                     return Boolean.TRUE;

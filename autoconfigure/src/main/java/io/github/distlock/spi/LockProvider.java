@@ -36,4 +36,27 @@ public interface LockProvider {
     default boolean supports(LockType type, boolean fenced) {
         return type == LockType.REENTRANT && !fenced;
     }
+
+    /**
+     * Closes {@code key}: every acquisition of it waiting now, and every one asked for until {@link #reopenKey}, fails
+     * at once with {@link io.github.distlock.LockKeyClosedException}; a holder keeps its lock until it releases it.
+     * Kept by the backend (all instances see it) until reopened.
+     *
+     * @param key the full key, prefix included
+     * @param reason what waiters are told, such as "sold out"
+     * @return how many waiters queued in the backend were told (an estimate where the backend cannot count them)
+     * @throws UnsupportedOperationException when the backend cannot close keys
+     */
+    default long closeKey(String key, String reason) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot close lock keys");
+    }
+
+    /**
+     * Reopens a key {@linkplain #closeKey closed} before; nothing happens when it is not closed.
+     *
+     * @throws UnsupportedOperationException when the backend cannot close keys
+     */
+    default void reopenKey(String key) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot close lock keys");
+    }
 }

@@ -68,7 +68,7 @@ class LockTypesTest extends RedisIntegrationTest {
                 waiters.add(CompletableFuture.runAsync(() -> locks.run("fair", FAIR, () -> order.add(index)), pool));
                 // the next waiter starts only once this one is in Redisson's queue: the arrival order is known
                 long queued = i + 1;
-                await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.llen("redisson_lock_queue:{lock:fair}") == queued);
+                await().atMost(Duration.ofSeconds(5)).until(() -> redisCommands.hlen("distlock_waiters:{lock:fair}") == queued);
             }
             release.releaseLater();
             CompletableFuture.allOf(waiters.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);

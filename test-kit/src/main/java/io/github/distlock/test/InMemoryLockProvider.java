@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
@@ -76,6 +77,8 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     private final Map<String, KeyState> keys = new HashMap<>();
     /** Last fencing token per key; outlives the key's state so that tokens keep growing after every release. */
     private final Map<String, Long> tokens = new HashMap<>();
+    /** Keys closed by {@link #closeKey}, with their reason. */
+    private final Map<String, String> closedKeys = new HashMap<>();
     private final ScheduledThreadPoolExecutor timer;
     /**
      * Loss reports and the completions the timer causes run here, never on the timer: a callback that blocks must not
@@ -128,6 +131,10 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         List<Runnable> afterwards = new ArrayList<>();
         mutex.lock();
         try {
+            String closedFor = closedKeys.get(request.key());
+            if (closedFor != null) {
+                return CompletableFuture.failedFuture(new LockKeyClosedException(request.key(), closedFor));
+            }
             long now = System.nanoTime();
             KeyState state = keys.computeIfAbsent(request.key(), KeyState::new);
             purgeExpired(state, now, afterwards);
@@ -156,6 +163,48 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
             }
         });
         return future;
+    }
+
+    /**
+     * Closes {@code key} for every type (on Redis only {@code FAIR} locks can be closed): its waiters fail now, and every
+     * acquisition until {@link #reopenKey} fails at once, with {@link LockKeyClosedException}.
+     */
+    @Override
+    public long closeKey(String key, String reason) {
+        List<Waiter> told = new ArrayList<>();
+        mutex.lock();
+        try {
+            closedKeys.put(key, reason);
+            KeyState state = keys.get(key);
+            if (state != null) {
+                for (Waiter waiter : state.waiters) {
+                    if (!waiter.future.isDone()) {
+                        told.add(waiter);
+                    }
+                    if (waiter.timeout != null) {
+                        waiter.timeout.cancel(false);
+                    }
+                }
+                state.waiters.clear();
+                forgetIfIdle(state);
+            }
+        }
+        finally {
+            mutex.unlock();
+        }
+        told.forEach(waiter -> waiter.future.completeExceptionally(new LockKeyClosedException(key, reason)));
+        return told.size();
+    }
+
+    @Override
+    public void reopenKey(String key) {
+        mutex.lock();
+        try {
+            closedKeys.remove(key);
+        }
+        finally {
+            mutex.unlock();
+        }
     }
 
     /** Hands {@code hold} to its caller, or gives it back when the caller stopped waiting (cancelled) meanwhile. */

@@ -13,6 +13,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
@@ -27,6 +28,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -112,6 +114,14 @@ public abstract class LockProviderContractTest {
      */
     protected void awaitQueued(LockType type, String key, int count, CompletableFuture<LockHandle> latest) {
         await().during(Duration.ofMillis(250)).atMost(slack()).until(() -> !latest.isDone());
+    }
+
+    /**
+     * Whether the provider can {@linkplain LockProvider#closeKey close keys} for {@code FAIR} locks; the default says
+     * no, and the closing tests then check that it says so with an {@link UnsupportedOperationException}.
+     */
+    protected boolean closesKeys() {
+        return false;
     }
 
     /** The fixed lease of the expiry tests: short, so the suite does not wait long, but well above a round trip. */
@@ -642,6 +652,45 @@ public abstract class LockProviderContractTest {
         assertThat(holder.release()).isTrue();
         // every waiter has given up, so nobody is ahead of the next caller
         await().atMost(slack()).until(() -> isFree(key, LockType.FAIR));
+    }
+
+    /**
+     * Closing a key fails every queued FAIR waiter at once (not after its wait) and every newcomer, with the reason;
+     * the holder keeps the lock and releases it normally; reopened, the key locks again.
+     */
+    @Test
+    protected void closingAKeyFailsItsWaitersAtOnceUntilReopened() throws Exception {
+        assumeSupported(LockType.FAIR, false);
+        String key = key("k");
+        if (!closesKeys()) {
+            assertThatThrownBy(() -> provider.closeKey(key, "sold out"))
+                    .isInstanceOf(UnsupportedOperationException.class);
+            return;
+        }
+        LockHandle holder = hold(key, LockType.FAIR);
+        List<CompletableFuture<LockHandle>> waiters = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            waiters.add(acquireAsync(request(key, Duration.ofSeconds(60), Duration.ZERO, LockType.FAIR, false)));
+            awaitQueued(LockType.FAIR, key, i + 1, waiters.get(i));
+        }
+        assertThat(provider.closeKey(key, "sold out")).as("waiters told").isEqualTo(5);
+        for (CompletableFuture<LockHandle> waiter : waiters) {
+            // within the suite's slack, against a wait of a minute: they were told, not timed out
+            assertThatThrownBy(() -> waiter.get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(LockKeyClosedException.class)
+                    .hasMessage("Lock '" + key + "' is closed: sold out");
+        }
+        assertThatThrownBy(() -> acquireAsync(request(key, Duration.ofSeconds(60), Duration.ZERO, LockType.FAIR, false))
+                .get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                .as("a newcomer while closed").cause().isInstanceOf(LockKeyClosedException.class);
+        assertThat(holder.release()).as("the holder's release while closed").isTrue();
+        assertThatThrownBy(() -> tryOnce(key, LockType.FAIR)).as("closed, though free")
+                .hasRootCauseInstanceOf(LockKeyClosedException.class);
+        provider.reopenKey(key);
+        LockHandle again = tryOnce(key, LockType.FAIR);
+        assertThat(again).as("after reopening").isNotNull();
+        assertThat(again.release()).isTrue();
     }
 
     /** READ locks share; a WRITE lock waits for every reader and then excludes readers and writers. */

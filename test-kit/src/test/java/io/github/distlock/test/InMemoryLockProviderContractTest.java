@@ -15,6 +15,11 @@ import static org.awaitility.Awaitility.await;
 class InMemoryLockProviderContractTest extends LockProviderContractTest {
 
     @Override
+    protected boolean closesKeys() {
+        return true;
+    }
+
+    @Override
     protected LockProvider createProvider() {
         return new InMemoryLockProvider(watchdogTimeout());
     }

@@ -88,14 +88,19 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
         assertThat(RespClient.callOnce(redis.port(), "DEL", key)).as("keys deleted").isEqualTo(1L);
     }
 
-    /** A fair lock's waiters are in a Redis list; the other types have no queue to look at. */
+    /** A fair lock's waiters have an entry each in a Redis hash; the other types have no queue to look at. */
     @Override
     protected void awaitQueued(LockType type, String key, int count, CompletableFuture<LockHandle> latest) {
         if (type != LockType.FAIR) {
             super.awaitQueued(type, key, count, latest);
             return;
         }
-        String queue = "redisson_lock_queue:{" + key + "}";
-        await().atMost(slack()).until(() -> (Long) RespClient.callOnce(redis.port(), "LLEN", queue) >= count);
+        String entries = "distlock_waiters:{" + key + "}";
+        await().atMost(slack()).until(() -> (Long) RespClient.callOnce(redis.port(), "HLEN", entries) >= count);
+    }
+
+    @Override
+    protected boolean closesKeys() {
+        return true;
     }
 }

@@ -1,0 +1,609 @@
+package io.github.distlock.redisson;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.github.distlock.LockKeyClosedException;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.redisson.RedissonObject;
+import org.redisson.api.RScript;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+
+/**
+ * The fair Redis lock: a FIFO queue beside the lock, and a release that hands the lock straight to the head waiter.
+ *
+ * <p>Keys of lock {@code K} (one hash slot: the companions carry {@code K}'s hash tag, as Redisson's do):
+ * <ul>
+ * <li>{@code K}: the lock, a hash {@code {<client id>:<owner>: 1}} with a time to live — the very hash Redisson's
+ * {@code RLock} writes, so inspection, fencing and the actuator read it alike;</li>
+ * <li>{@code distlock_queue:{K}}: a list of owner fields in arrival order (pushed in O(1), popped in O(1));</li>
+ * <li>{@code distlock_waiters:{K}}: a hash owner field → {@code <expiry ms>:<lease ms>}. An entry is what makes a
+ * list element a waiter: leaving is one HDEL, and a list element without an entry is skipped when it reaches the
+ * head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
+ * is skipped once expired;</li>
+ * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
+ * </ul>
+ *
+ * <p>The release deletes the lock and, if a live waiter is queued, makes it the owner (the lock's hash names it) with
+ * a grant lease of at most {@link #grantMillis}, and publishes the grant on the channel of that waiter's client —
+ * one channel per client ({@code distlock:handoff:<client id>}), subscribed once. A hand-off is the releaser's round
+ * trip plus one message, and nobody races for the lock. The grantee extends the grant to its own lease with one
+ * more command that it does not wait for (see {@link Waiter#granted}); a grantee that is gone leaves the lock to
+ * expire within the grant lease, not a whole lease.
+ *
+ * <p>Invariants: (1) a waiter's entry exists iff its element is in the queue or it was granted and has not yet
+ * claimed; (2) the lock is free and a live entry queued only between a grant that expired unclaimed and the next
+ * script that looks at the key: every acquisition script first hands a free lock to a live head other than the caller,
+ * so the queue never stalls behind a lost message or a dead grantee; (3) a waiter completes once (its
+ * {@link Waiter#done} flag): grant message, poll and give-up race for it, and the loser touches nothing.
+ */
+final class HandoffLocks {
+
+    private static final Log logger = LogFactory.getLog(HandoffLocks.class);
+
+    /**
+     * How long a waiter's queue entry lives without being refreshed (the longest a dead waiter stays in line), and the
+     * longest lease a hand-off grants before the grantee claims its own (how long a grantee that died while queued keeps
+     * the key from the next waiter): a third of the watchdog timeout, at most 5 s and at least 100 ms.
+     */
+    private final long entryTtlMillis;
+    private final long grantMillis;
+
+    /** How a script's reply says that the key is closed. */
+    private static final long CLOSED = -1;
+
+    private static final String CHANNEL_PREFIX = "distlock:handoff:";
+
+    /**
+     * Lua shared by the scripts: the first live waiter (skipping list elements whose entry is gone or expired), and the
+     * grant to it. KEYS[1] lock, KEYS[2] queue, KEYS[3] entries.
+     */
+    private static final String FUNCTIONS = """
+            local function now_ms()
+              local t = redis.call('time')
+              return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            end
+            local function live_head(now)
+              while true do
+                local head = redis.call('lindex', KEYS[2], 0)
+                if head == false then
+                  return false, 0
+                end
+                local entry = redis.call('hget', KEYS[3], head)
+                if entry == false then
+                  redis.call('lpop', KEYS[2])
+                else
+                  local sep = string.find(entry, ':', 1, true)
+                  if tonumber(string.sub(entry, 1, sep - 1)) <= now then
+                    redis.call('hdel', KEYS[3], head)
+                    redis.call('lpop', KEYS[2])
+                  else
+                    return head, tonumber(string.sub(entry, sep + 1))
+                  end
+                end
+              end
+            end
+            local function grant(head, lease, now, grant_ms, channel_prefix, key)
+              redis.call('lpop', KEYS[2])
+              redis.call('hdel', KEYS[3], head)
+              local ttl = math.min(lease, grant_ms)
+              redis.call('hset', KEYS[1], head, 1)
+              redis.call('pexpire', KEYS[1], ttl)
+              local client, owner = string.match(head, '^(.*):(%-?%d+)$')
+              redis.call('publish', channel_prefix .. client,
+                  'g|' .. owner .. '|' .. ttl .. '|' .. string.format('%.0f', now) .. '|' .. key)
+            end
+            local function hand_off(grant_ms, channel_prefix, key)
+              if redis.call('llen', KEYS[2]) == 0 then
+                return
+              end
+              local now = now_ms()
+              local head, lease = live_head(now)
+              if head then
+                grant(head, lease, now, grant_ms, channel_prefix, key)
+              end
+            end
+            """;
+
+    /**
+     * KEYS: lock, queue, entries, closed. ARGV: [1] owner field, [2] lease ms (the watchdog timeout for a watchdog
+     * lock), [3] '1' to queue up when not acquired, '0' to try once (and leave the queue), [4] entry time to live ms,
+     * [5] grant ms, [6] channel prefix, [7] key as the grantee knows it.
+     * Returns {1} acquired (with the full lease), {0, pttl, now} not acquired (queued with [3] = '1'),
+     * {-1, reason} closed.
+     */
+    private static final String ACQUIRE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            local closed = redis.call('get', KEYS[4])
+            if closed then
+              redis.call('hdel', KEYS[3], ARGV[1])
+              return {-1, closed}
+            end
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+              -- granted by a release whose message has not arrived (or was lost): claim it with the full lease
+              redis.call('pexpire', KEYS[1], ARGV[2])
+              redis.call('hdel', KEYS[3], ARGV[1])
+              return {1}
+            end
+            if redis.call('exists', KEYS[1]) == 0 then
+              local now = 0
+              local head = false
+              local lease = 0
+              if redis.call('llen', KEYS[2]) > 0 then
+                now = now_ms()
+                head, lease = live_head(now)
+              end
+              if head == false or head == ARGV[1] then
+                if head then
+                  redis.call('lpop', KEYS[2])
+                end
+                redis.call('hdel', KEYS[3], ARGV[1])
+                redis.call('hset', KEYS[1], ARGV[1], 1)
+                redis.call('pexpire', KEYS[1], ARGV[2])
+                return {1}
+              end
+              -- free, with a live waiter ahead whose hand-off was lost or whose grant expired: it goes first
+              grant(head, lease, now, tonumber(ARGV[5]), ARGV[6], ARGV[7])
+            end
+            local pttl = redis.call('pttl', KEYS[1])
+            if ARGV[3] == '0' then
+              redis.call('hdel', KEYS[3], ARGV[1])
+              return {0, pttl, 0}
+            end
+            local now = now_ms()
+            if redis.call('hexists', KEYS[3], ARGV[1]) == 0 then
+              redis.call('rpush', KEYS[2], ARGV[1])
+            end
+            local ttl = tonumber(ARGV[4])
+            redis.call('hset', KEYS[3], ARGV[1], string.format('%.0f', now + ttl) .. ':' .. ARGV[2])
+            redis.call('pexpire', KEYS[2], 2 * ttl)
+            redis.call('pexpire', KEYS[3], 2 * ttl)
+            return {0, pttl, string.format('%.0f', now)}
+            """;
+
+    /**
+     * Releases the lock if ARGV[1] holds it and hands it to the next live waiter; otherwise only takes ARGV[1] out of
+     * the queue (a waiter that gives up). KEYS: lock, queue, entries. ARGV: [1] owner field, [2] grant ms, [3] channel
+     * prefix, [4] key. Returns 1 released, 0 not held.
+     */
+    private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+              redis.call('hdel', KEYS[3], ARGV[1])
+              return 0
+            end
+            redis.call('del', KEYS[1])
+            hand_off(tonumber(ARGV[2]), ARGV[3], ARGV[4])
+            return 1
+            """;
+
+    /** Hands a free lock to the next live waiter (after a forced release). KEYS as RELEASE; ARGV [1] grant ms, [2], [3]. */
+    private static final String HAND_OFF_IF_FREE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            if redis.call('exists', KEYS[1]) == 0 then
+              hand_off(tonumber(ARGV[1]), ARGV[2], ARGV[3])
+            end
+            return 1
+            """;
+
+    /** Sets the lock's time to live to ARGV[2] ms if ARGV[1] holds it: claim and watchdog renewal. 1 held, 0 not. */
+    private static final String RENEW = """
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+              return 0
+            end
+            redis.call('pexpire', KEYS[1], ARGV[2])
+            return 1
+            """;
+
+    /**
+     * Closes a key: marks it (KEYS[4], value ARGV[1]), empties the queue, and tells each client with a waiter in it
+     * (once per client). The holder, if any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key.
+     * Returns the number of waiters told.
+     */
+    private static final String CLOSE = """
+            redis.call('set', KEYS[4], ARGV[1])
+            local waiting = redis.call('hkeys', KEYS[3])
+            local told = {}
+            for _, field in ipairs(waiting) do
+              local client = string.match(field, '^(.*):%-?%d+$')
+              if client and not told[client] then
+                told[client] = true
+                redis.call('publish', ARGV[2] .. client, 'c|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. ARGV[1])
+              end
+            end
+            redis.call('del', KEYS[2], KEYS[3])
+            return #waiting
+            """;
+
+    private final RedissonClient redisson;
+    private final String clientId;
+    private final ScheduledExecutorService timer;
+    private final RedissonLockProvider provider;
+    private final ConcurrentHashMap<Long, Waiter> waiting = new ConcurrentHashMap<>();
+    private volatile CompletableFuture<Void> subscription;
+
+    HandoffLocks(RedissonLockProvider provider, RedissonClient redisson, String clientId, long watchdogMillis,
+            ScheduledExecutorService timer) {
+        this.entryTtlMillis = Math.max(100, Math.min(5_000, watchdogMillis / 3));
+        this.grantMillis = entryTtlMillis;
+        this.provider = provider;
+        this.redisson = redisson;
+        this.clientId = clientId;
+        this.timer = timer;
+    }
+
+    static String queueKey(String key) {
+        return RedissonObject.prefixName("distlock_queue", key);
+    }
+
+    static String entriesKey(String key) {
+        return RedissonObject.prefixName("distlock_waiters", key);
+    }
+
+    static String closedKey(String key) {
+        return RedissonObject.prefixName("distlock_closed", key);
+    }
+
+    private static List<Object> keys(String key) {
+        return List.of(key, queueKey(key), entriesKey(key), closedKey(key));
+    }
+
+    /**
+     * Subscribes this client's channel once. A grant published before the subscription is in place is not lost: the
+     * waiter's next poll claims it.
+     */
+    private CompletableFuture<Void> subscribed() {
+        CompletableFuture<Void> current = subscription;
+        if (current != null && !current.isCompletedExceptionally()) {
+            return current;
+        }
+        synchronized (this) {
+            if (subscription == null || subscription.isCompletedExceptionally()) {
+                subscription = redisson.getTopic(CHANNEL_PREFIX + clientId, StringCodec.INSTANCE)
+                        .addListenerAsync(String.class, (channel, message) -> onMessage(message))
+                        .toCompletableFuture().thenApply(id -> (Void) null);
+            }
+            return subscription;
+        }
+    }
+
+    /**
+     * Starts an acquisition. {@code leaseMillis} is the lease the holder keeps (the watchdog timeout for a watchdog
+     * lock); the result is completed with the grant's lease in ms ({@code leaseMillis} when no claim is needed), or
+     * {@code -1} when not acquired within the wait.
+     */
+    CompletableFuture<Granted> acquire(String key, long owner, String field, long waitNanos, long leaseMillis) {
+        Waiter waiter = new Waiter(key, owner, field, leaseMillis, System.nanoTime() + waitNanos, waitNanos > 0);
+        waiting.put(owner, waiter);
+        // a caller that stops waiting takes its entry out of the queue (or passes on a grant it will not use)
+        waiter.result.whenComplete((granted, failure) -> {
+            if (waiter.result.isCancelled()) {
+                waiter.abandon();
+            }
+        });
+        CompletableFuture<Void> subscribed = subscribed();
+        if (subscribed.isDone()) {
+            waiter.attempt(waiter.waits);
+        }
+        else {
+            subscribed.whenComplete((ignored, failure) -> {
+                if (failure != null) {
+                    logger.warn("Could not subscribe to the fair lock channel; waiters fall back to polling", failure);
+                }
+                waiter.attempt(waiter.waits);
+            });
+        }
+        return waiter.result;
+    }
+
+    /** Releases {@code field}'s lock and hands it on; or, when not held, takes {@code field} out of the queue. */
+    CompletableFuture<Boolean> release(String key, String field) {
+        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, RELEASE,
+                RScript.ReturnType.LONG, keys(key), field, String.valueOf(grantMillis), CHANNEL_PREFIX, key)
+                .toCompletableFuture().thenApply(released -> released == 1L);
+    }
+
+    /** Extends {@code field}'s lock to {@code leaseMillis} if it still holds it. */
+    CompletableFuture<Boolean> renew(String key, String field, long leaseMillis) {
+        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, RENEW,
+                RScript.ReturnType.LONG, List.<Object>of(key), field, String.valueOf(leaseMillis))
+                .toCompletableFuture().thenApply(held -> held == 1L);
+    }
+
+    /** After an operator deleted the lock: the next waiter gets it now rather than at its next poll. */
+    CompletableFuture<Void> handOffIfFree(String key) {
+        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, HAND_OFF_IF_FREE,
+                RScript.ReturnType.LONG, keys(key), String.valueOf(grantMillis), CHANNEL_PREFIX, key)
+                .toCompletableFuture().thenApply(ignored -> null);
+    }
+
+    /** Closes {@code key}; returns how many queued waiters were told. */
+    long close(String key, String reason) {
+        return RedissonLockProvider.join(redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key,
+                RScript.Mode.READ_WRITE, CLOSE, RScript.ReturnType.LONG, keys(key), reason, CHANNEL_PREFIX, key)
+                .toCompletableFuture());
+    }
+
+    void reopen(String key) {
+        RedissonLockProvider.join(redisson.getBucket(closedKey(key), StringCodec.INSTANCE).deleteAsync()
+                .toCompletableFuture());
+    }
+
+    /** Waiters of this client queued right now (for tests). */
+    int waiting() {
+        return waiting.size();
+    }
+
+    private void onMessage(String message) {
+        try {
+            if (message.startsWith("g|")) {
+                int a = message.indexOf('|', 2);
+                int b = message.indexOf('|', a + 1);
+                int c = message.indexOf('|', b + 1);
+                long owner = Long.parseLong(message.substring(2, a));
+                long ttl = Long.parseLong(message.substring(a + 1, b));
+                long grantedAt = Long.parseLong(message.substring(b + 1, c));
+                String key = message.substring(c + 1);
+                Waiter waiter = waiting.get(owner);
+                if (waiter != null && waiter.key.equals(key)) {
+                    waiter.granted(ttl, grantedAt);
+                }
+                // no waiter: it gave up meanwhile, and its give-up script (release or leave) passes the grant on
+            }
+            else if (message.startsWith("c|")) {
+                // the length Lua wrote is in bytes
+                byte[] bytes = message.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                int a = message.indexOf('|', 2);
+                int length = Integer.parseInt(message.substring(2, a));
+                String key = new String(bytes, a + 1, length, java.nio.charset.StandardCharsets.UTF_8);
+                String reason = new String(bytes, a + 1 + length, bytes.length - a - 1 - length,
+                        java.nio.charset.StandardCharsets.UTF_8);
+                for (Waiter waiter : waiting.values()) {
+                    if (waiter.key.equals(key)) {
+                        waiter.closed(reason);
+                    }
+                }
+            }
+        }
+        catch (RuntimeException ex) {
+            logger.warn("Ignored a malformed fair lock message '" + message + "'", ex);
+        }
+    }
+
+    /** What an acquisition got: the lease Redis holds the lock for until the grantee claims its own. */
+    /**
+     * @param claimBy {@code 0} when Redis holds the lock for the holder's whole lease; otherwise the {@link System#nanoTime()}
+     * by which the grant's shorter lease runs out (a low estimate): the holder's claim must have landed by then
+     */
+    record Granted(long claimBy) {
+
+        static final Granted FULL = new Granted(0);
+
+        boolean claimNeeded() {
+            return claimBy != 0;
+        }
+    }
+
+    /**
+     * One acquisition waiting in the queue. Completes once ({@link #done}); whichever of grant message, poll, close or
+     * give-up takes {@code done} first decides, and a give-up always runs the release script, which passes on a grant
+     * that arrived meanwhile.
+     */
+    final class Waiter {
+
+        final String key;
+        final long owner;
+        final String field;
+        final long leaseMillis;
+        final long deadline;
+        final boolean waits;
+        final CompletableFuture<Granted> result = new CompletableFuture<>();
+        final AtomicBoolean done = new AtomicBoolean();
+        private volatile ScheduledFuture<?> poll;
+        /** Redis's clock minus this JVM's nanoTime, in ns, from the last queueing reply; its uncertainty in ns. */
+        private volatile long clockOffset;
+        private volatile long clockError = Long.MAX_VALUE;
+
+        Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
+            this.key = key;
+            this.owner = owner;
+            this.field = field;
+            this.leaseMillis = leaseMillis;
+            this.deadline = deadline;
+            this.waits = waits;
+        }
+
+        /** Runs the acquisition script: queueing (and refreshing the entry) or, with {@code queue} false, a last try. */
+        void attempt(boolean queue) {
+            if (done.get()) {
+                return;
+            }
+            long sent = System.nanoTime();
+            CompletableFuture<List<Object>> reply;
+            try {
+                reply = redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(key, RScript.Mode.READ_WRITE,
+                        ACQUIRE, RScript.ReturnType.LIST, keys(key), field, String.valueOf(leaseMillis),
+                        queue ? "1" : "0", String.valueOf(entryTtlMillis), String.valueOf(grantMillis),
+                        CHANNEL_PREFIX, key).toCompletableFuture();
+            }
+            catch (RuntimeException ex) {
+                fail(ex);
+                return;
+            }
+            reply.whenComplete((answer, failure) -> {
+                try {
+                    if (failure != null) {
+                        failed(queue, failure);
+                    }
+                    else {
+                        answered(queue, answer, sent, System.nanoTime());
+                    }
+                }
+                catch (Throwable unexpected) {
+                    fail(unexpected);
+                }
+            });
+        }
+
+        private void answered(boolean queue, List<Object> answer, long sent, long received) {
+            long code = Long.parseLong(answer.get(0).toString());
+            if (code == 1) {
+                finish(Granted.FULL);
+            }
+            else if (code == CLOSED) {
+                closed(answer.get(1).toString());
+            }
+            else if (!queue || System.nanoTime() - deadline >= 0) {
+                // a last try that failed: the script has taken this waiter out of the queue
+                if (done.compareAndSet(false, true)) {
+                    waiting.remove(owner);
+                    if (queue) {
+                        // queued after all (the deadline passed while the queueing reply was on its way): leave
+                        leaveQuietly();
+                    }
+                    result.complete(null);
+                }
+            }
+            else {
+                long redisNow = Long.parseLong(answer.get(2).toString());
+                if (redisNow > 0) {
+                    // the reply's Redis time was read between sent and received: the midpoint is off by half the trip
+                    clockOffset = redisNow * 1_000_000 - (sent + (received - sent) / 2);
+                    clockError = (received - sent) / 2 + 1_000_000;
+                }
+                schedulePoll();
+            }
+        }
+
+        /**
+         * A command failed. The first one fails the acquisition (Redis is unreachable, as it is for any lock type); once
+         * queued, the waiter keeps polling until its deadline (Redis may come back, say after a restart that lost the
+         * queue: the next poll queues again), and only a failed last try fails it. Either way the script may have run:
+         * the release script, retried, gives back a lock it may have taken.
+         */
+        private void failed(boolean queue, Throwable failure) {
+            if (queue && polled && System.nanoTime() - deadline < 0) {
+                schedulePoll();
+                return;
+            }
+            fail(failure);
+        }
+
+        private volatile boolean polled;
+
+        private void schedulePoll() {
+            polled = true;
+            long remaining = deadline - System.nanoTime();
+            long delay = Math.min(Math.max(remaining, 0), TimeUnit.MILLISECONDS.toNanos(entryTtlMillis / 3));
+            try {
+                poll = timer.schedule(() -> attempt(deadline - System.nanoTime() > 0), delay, TimeUnit.NANOSECONDS);
+            }
+            catch (RuntimeException rejected) {
+                fail(rejected);
+                return;
+            }
+            if (done.get()) {
+                poll.cancel(false);
+            }
+        }
+
+        /**
+         * The release of the previous holder made this waiter the owner, with a lease of {@code ttl} ms from Redis's
+         * {@code grantedAt}. When that lease is shorter than the holder's own, a claim extends it — not waited for when
+         * at least half the grant is left by this JVM's clock (so the claim has half the grant to arrive), waited for
+         * otherwise (a message that sat in a paused JVM): a holder is never handed a lock about to expire under it.
+         */
+        void granted(long ttl, long grantedAt) {
+            if (!done.compareAndSet(false, true)) {
+                return;
+            }
+            cancelPoll();
+            waiting.remove(owner);
+            if (ttl >= leaseMillis) {
+                result.complete(Granted.FULL);
+                return;
+            }
+            long error = clockError;
+            long now = System.nanoTime();
+            long grantedLocally = grantedAt * 1_000_000 - clockOffset;
+            long elapsed = (error == Long.MAX_VALUE) ? Long.MAX_VALUE : now - grantedLocally + error;
+            if (elapsed < TimeUnit.MILLISECONDS.toNanos(ttl) / 2) {
+                long claimBy = grantedLocally - error + TimeUnit.MILLISECONDS.toNanos(ttl);
+                result.complete(new Granted((claimBy == 0) ? 1 : claimBy));
+                return;
+            }
+            renew(key, field, leaseMillis).whenComplete((held, failure) -> {
+                if (failure != null) {
+                    provider.giveBack(key, () -> release(key, field), leaseMillis);
+                    result.completeExceptionally(failure);
+                }
+                else if (held) {
+                    result.complete(Granted.FULL);
+                }
+                else {
+                    // the grant ran out before this JVM got to it: the next waiter has it (or will); queue again,
+                    // unless the caller stopped waiting meanwhile (its give-up found this waiter done, and left it)
+                    done.set(false);
+                    waiting.put(owner, this);
+                    if (result.isDone()) {
+                        abandon();
+                    }
+                    else {
+                        attempt(System.nanoTime() - deadline < 0);
+                    }
+                }
+            });
+        }
+
+        void closed(String reason) {
+            if (done.compareAndSet(false, true)) {
+                cancelPoll();
+                waiting.remove(owner);
+                result.completeExceptionally(new LockKeyClosedException(key, reason));
+            }
+        }
+
+        private void finish(Granted granted) {
+            if (done.compareAndSet(false, true)) {
+                cancelPoll();
+                waiting.remove(owner);
+                result.complete(granted);
+            }
+            // else: a grant message completed it first; same ownership
+        }
+
+        private void fail(Throwable failure) {
+            if (done.compareAndSet(false, true)) {
+                cancelPoll();
+                waiting.remove(owner);
+                // the script may have run after the client gave up on it: release or leave, until Redis answers
+                provider.giveBack(key, () -> release(key, field), leaseMillis);
+                result.completeExceptionally(failure);
+            }
+        }
+
+        /** The caller stopped waiting: leave the queue, or pass on the lock if it was granted meanwhile. */
+        void abandon() {
+            if (done.compareAndSet(false, true)) {
+                cancelPoll();
+                waiting.remove(owner);
+                provider.giveBack(key, () -> release(key, field), leaseMillis);
+            }
+        }
+
+        private void leaveQuietly() {
+            provider.giveBack(key, () -> release(key, field), leaseMillis);
+        }
+
+        private void cancelPoll() {
+            ScheduledFuture<?> scheduled = poll;
+            if (scheduled != null) {
+                scheduled.cancel(false);
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+package io.github.distlock.redisson;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockKeyClosedException;
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import io.github.distlock.testsupport.RedisServerExtension;
+import io.github.distlock.testsupport.RespClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The FAIR lock's hand-off (HandoffLocks) on a real redis-server, looked at from Redis itself: who the hash names, the
+ * queue and its entries, time to live. Each client is another "instance" (a client id of its own).
+ */
+class HandoffLockTest {
+
+    /** Short, so that grants (a third of it) and entry refreshes are quick: 1 s grants, polls every 333 ms. */
+    private static final long WATCHDOG_MILLIS = 3_000;
+
+    private static final long GRANT_MILLIS = WATCHDOG_MILLIS / 3;
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private final List<RedissonClient> clients = new java.util.ArrayList<>();
+    private final List<RedissonLockProvider> providers = new java.util.ArrayList<>();
+
+    private RedissonLockProvider a;
+    private RedissonLockProvider b;
+    private RedissonLockProvider c;
+
+    @BeforeEach
+    void start() {
+        RespClient.callOnce(redis.port(), "FLUSHALL");
+        a = provider();
+        b = provider();
+        c = provider();
+    }
+
+    @AfterEach
+    void stop() {
+        providers.forEach(RedissonLockProvider::close);
+        clients.forEach(RedissonClient::shutdown);
+    }
+
+    private RedissonLockProvider provider() {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
+        config.useSingleServer().setAddress(redis.uri()).setTimeout(10_000);
+        RedissonClient client = Redisson.create(config);
+        clients.add(client);
+        RedissonLockProvider provider = new RedissonLockProvider(client);
+        providers.add(provider);
+        return provider;
+    }
+
+    private static LockRequest fair(String key, Duration wait, Duration lease) {
+        return new LockRequest(key, wait.toNanos(), lease.toNanos(), false, LockType.FAIR, LockOwner.next());
+    }
+
+    private static Object redis(String... command) {
+        return RespClient.callOnce(redis.port(), command);
+    }
+
+    private static long pttl(String key) {
+        return (Long) redis("PTTL", key);
+    }
+
+    private static void awaitQueued(String key, int count) {
+        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
+    }
+
+    @Test
+    void anUncontendedLockTouchesNoQueueAndLeavesNothingBehind() {
+        LockHandle held = a.acquire(fair("k", Duration.ofSeconds(1), Duration.ZERO)).join();
+        assertThat(held).isNotNull();
+        assertThat(redis("HGETALL", "k")).asString().contains(a.clientId() + ":");
+        assertThat(pttl("k")).as("watchdog lease").isBetween(WATCHDOG_MILLIS - 1000, WATCHDOG_MILLIS);
+        assertThat(held.release()).isTrue();
+        assertThat((List<?>) redis("KEYS", "*")).as("keys after the release").isEmpty();
+    }
+
+    /** The release makes the head waiter the owner in the same script: the hash names it before it even hears. */
+    @Test
+    void theReleaseHandsTheLockToTheHeadWaiterWhichClaimsItsLease() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest first = fair("k", Duration.ofSeconds(30), Duration.ZERO);
+        CompletableFuture<LockHandle> waiter = b.acquire(first);
+        awaitQueued("k", 1);
+        CompletableFuture<LockHandle> second = c.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
+        awaitQueued("k", 2);
+        assertThat(holder.release()).isTrue();
+        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
+        assertThat(granted).isNotNull();
+        assertThat((Long) redis("HEXISTS", "k", b.clientId() + ":" + first.owner().id())).isEqualTo(1L);
+        assertThat(second).as("the second waiter, while the first holds").isNotDone();
+        // the grant lease (1 s) is extended to the watchdog timeout by the grantee's claim
+        await().atMost(Duration.ofSeconds(5)).until(() -> pttl("k") > GRANT_MILLIS);
+        assertThat(redis("HLEN", "distlock_waiters:{k}")).as("entries left: the second waiter's").isEqualTo(1L);
+        assertThat(granted.release()).isTrue();
+        assertThat(second.get(5, TimeUnit.SECONDS)).isNotNull().satisfies(handle -> assertThat(handle.release()).isTrue());
+        assertThat((List<?>) redis("KEYS", "*")).as("keys after the last release").isEmpty();
+    }
+
+    /**
+     * A waiter whose process died after it queued (its entry still live) is granted the lock: the grant lasts a third of
+     * the watchdog timeout, not the dead waiter's whole lease, and the next waiter gets the lock when it runs out.
+     */
+    @Test
+    void aGrantToAWaiterThatIsGoneRunsOutWithinTheGrantLease() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        long time = Long.parseLong(((List<?>) redis("TIME")).get(0).toString()) * 1000;
+        // a waiter of another client that will never claim (nor refresh its entry): live for a minute, lease 30 s
+        redis("RPUSH", "distlock_queue:{k}", "ghost:1");
+        redis("HSET", "distlock_waiters:{k}", "ghost:1", (time + 60_000) + ":30000");
+        CompletableFuture<LockHandle> next = b.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
+        awaitQueued("k", 2);
+        assertThat(holder.release()).isTrue();
+        assertThat((Long) redis("HEXISTS", "k", "ghost:1")).as("the dead waiter was granted").isEqualTo(1L);
+        assertThat(pttl("k")).as("the grant's lease").isBetween(1L, GRANT_MILLIS);
+        long granted = System.nanoTime();
+        LockHandle handle = next.get(5, TimeUnit.SECONDS);
+        long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - granted);
+        assertThat(handle).isNotNull();
+        // not before the grant ran out (nobody took the dead waiter's lock from it) ...
+        assertThat(waited).as("ms from the grant to the next owner").isGreaterThanOrEqualTo(GRANT_MILLIS - 100);
+        // ... and well before the dead waiter's 30 s lease: a grant plus a poll of the next waiter, with slack
+        assertThat(waited).isLessThan(GRANT_MILLIS + WATCHDOG_MILLIS);
+        assertThat(handle.release()).isTrue();
+    }
+
+    /** A grant whose message never arrives (a subscription that was down) is claimed by the waiter's next poll. */
+    @Test
+    void aGrantWhoseMessageIsLostIsClaimedAtTheNextPoll() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ZERO);
+        CompletableFuture<LockHandle> waiter = b.acquire(request);
+        awaitQueued("k", 1);
+        String field = b.clientId() + ":" + request.owner().id();
+        // what the release script does, without the PUBLISH
+        redis("EVAL", """
+                redis.call('del', KEYS[1])
+                redis.call('lpop', KEYS[2])
+                redis.call('hdel', KEYS[3], ARGV[1])
+                redis.call('hset', KEYS[1], ARGV[1], 1)
+                redis.call('pexpire', KEYS[1], ARGV[2])
+                return 1""", "3", "k", "distlock_queue:{k}", "distlock_waiters:{k}", field, "20000");
+        // long before the 20 s grant could run out: the poll found itself named by the hash
+        LockHandle handle = waiter.get(5, TimeUnit.SECONDS);
+        assertThat(handle).isNotNull();
+        assertThat(pttl("k")).as("claimed: the watchdog lease replaced the grant's").isBetween(GRANT_MILLIS,
+                WATCHDOG_MILLIS);
+        assertThat(holder.release()).as("the old holder's release").isFalse();
+        assertThat(handle.release()).isTrue();
+    }
+
+    /** A waiter that stops waiting leaves the queue: the next release does not grant it. */
+    @Test
+    void aCancelledWaiterLeavesTheQueueAndIsNotGranted() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        CompletableFuture<LockHandle> cancelled = b.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
+        awaitQueued("k", 1);
+        CompletableFuture<LockHandle> next = c.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
+        awaitQueued("k", 2);
+        cancelled.cancel(false);
+        awaitQueued("k", 1);
+        assertThat(holder.release()).isTrue();
+        LockHandle handle = next.get(5, TimeUnit.SECONDS);
+        assertThat(handle).isNotNull();
+        assertThat((Long) redis("HLEN", "k")).isEqualTo(1L);
+        assertThat(handle.release()).isTrue();
+    }
+
+    /** A fixed lease no longer than the grant is granted whole: no claim is needed, and none extends it. */
+    @Test
+    void aShortFixedLeaseIsGrantedWhole() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(30), Duration.ofMillis(400)));
+        awaitQueued("k", 1);
+        assertThat(holder.release()).isTrue();
+        LockHandle handle = waiter.get(5, TimeUnit.SECONDS);
+        assertThat(pttl("k")).isBetween(1L, 400L);
+        // it expires on time: the next caller gets it without a release
+        await().atMost(Duration.ofSeconds(3)).until(() -> (Long) redis("EXISTS", "k") == 0);
+        assertThat(handle.release()).as("a release after the lease ran out").isFalse();
+    }
+
+    /** Closing reaches waiters of every client through their own channel, and leaves no queue behind. */
+    @Test
+    void closingTellsTheWaitersOfEveryClient() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        CompletableFuture<LockHandle> fromB = b.acquire(fair("k", Duration.ofSeconds(60), Duration.ZERO));
+        CompletableFuture<LockHandle> fromC = c.acquire(fair("k", Duration.ofSeconds(60), Duration.ZERO));
+        CompletableFuture<LockHandle> fromC2 = c.acquire(fair("k", Duration.ofSeconds(60), Duration.ZERO));
+        awaitQueued("k", 3);
+        assertThat(a.closeKey("k", "sold out ✓")).isEqualTo(3);
+        for (CompletableFuture<LockHandle> waiter : List.of(fromB, fromC, fromC2)) {
+            assertThatThrownBy(() -> waiter.get(2, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out ✓");
+        }
+        assertThat(redis("EXISTS", "distlock_queue:{k}", "distlock_waiters:{k}")).isEqualTo(0L);
+        assertThat(redis("GET", "distlock_closed:{k}")).isEqualTo("sold out ✓");
+        assertThat(b.handoffs().waiting()).isZero();
+        assertThat(holder.release()).isTrue();
+        a.reopenKey("k");
+        assertThat(redis("EXISTS", "distlock_closed:{k}")).isEqualTo(0L);
+        LockHandle again = b.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        assertThat(again).isNotNull();
+        assertThat(again.release()).isTrue();
+    }
+}
