@@ -784,7 +784,7 @@ public final class BackendComparison {
         }
 
         /** utime, stime, cutime, cstime of {@code pid} in clock ticks; zeros for a process that has just exited. */
-        private static long[] procTimes(long pid) {
+        static long[] procTimes(long pid) {
             try {
                 String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
                 // fields after the command name in parentheses: state is field 3, utime 14 ... cstime 17
@@ -797,7 +797,7 @@ public final class BackendComparison {
             }
         }
 
-        private static long clockTicksPerSecond() {
+        static long clockTicksPerSecond() {
             try {
                 Process getconf = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
                 String out = new String(getconf.getInputStream().readAllBytes()).trim();

@@ -29,7 +29,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
 /**
  * Runs every benchmark in one go and writes one Markdown report with the ratios: {@code Suite quick} for a look in a
  * few minutes, {@code Suite full} for the numbers to publish (about 45 minutes on two cores). Optional further
- * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends}.
+ * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends hotkey}.
  *
  * <p>JMH's own log and JSON results go next to the report in {@code target/results/<mode>-<time>/}.
  */
@@ -49,7 +49,7 @@ public final class Suite {
     public static void main(String[] args) throws Exception {
         boolean full = args.length > 0 && args[0].equals("full");
         Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants",
-                "types", "nested", "cluster", "backends"));
+                "types", "nested", "cluster", "backends", "hotkey"));
         if (args.length > 1) {
             parts = new LinkedHashSet<>(List.of(args).subList(1, args.length));
         }
@@ -59,6 +59,7 @@ public final class Suite {
             parts.remove("nested");
             parts.remove("cluster");
             parts.remove("backends");
+            parts.remove("hotkey");
         }
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = Path.of("target", "results", (full ? "full-" : "quick-") + stamp);
@@ -79,6 +80,7 @@ public final class Suite {
                     case "nested" -> suite.nested();
                     case "cluster" -> suite.cluster();
                     case "backends" -> suite.backends();
+                    case "hotkey" -> suite.hotKey();
                     default -> throw new IllegalArgumentException("unknown part " + part);
                 }
                 Files.write(dir.resolve("report.md"), buffer.toByteArray());
@@ -374,6 +376,16 @@ public final class Suite {
         progress("backend comparison");
         BackendComparison.print(BackendComparison.run(backends, full ? 4 : 2, full ? 4_000 : 2_000), report);
         report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+    }
+
+    private void hotKey() throws Exception {
+        section("One hot key: RLock, RFairLock, distlock REENTRANT and FAIR (issue 13)",
+                "64 threads on one key, lock (wait up to 30 s, watchdog) + a counter increment + unlock, then each "
+                        + "variant uncontended (1 thread); one redis-server and one application, the variants taking "
+                        + "turns in slots rotating per round. Acquisition = from asking to holding; hand-off = from the "
+                        + "previous holder's body end to the next, other, holder's body start.");
+        progress("hot key comparison");
+        HotKeyComparison.print(HotKeyComparison.run(HotKeyComparison.Settings.of(64, full ? 10 : 4, 2)), report);
     }
 
     // ---------------------------------------------------------------- plumbing
