@@ -76,8 +76,9 @@ public @interface Idempotent {
 
     /**
      * What identifies the request behind the key, a SpEL expression over the parameters (often the request body,
-     * {@code #request}), or empty for none. Its value's JSON is hashed into the mark; a duplicate with the same key but
-     * another fingerprint fails with {@link IdempotencyKeyReusedException} (HTTP 422 in the IETF draft).
+     * {@code #request}), or empty for none. It is evaluated as a key is (a record or value prints itself; an object
+     * whose text would be its identity fails) and the SHA-256 of its text is kept in the mark; a duplicate with the
+     * same key but another fingerprint fails with {@link IdempotencyKeyReusedException} (HTTP 422 in the IETF draft).
      */
     String fingerprint() default "";
 
