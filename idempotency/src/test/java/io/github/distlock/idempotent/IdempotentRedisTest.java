@@ -126,40 +126,36 @@ class IdempotentRedisTest {
     @Test
     void aConcurrentDuplicateIsRefusedAtOnceWithRefuseAndGetsTheResultLater() throws Exception {
         String id = id();
-        CountDownLatch gate = payments.block(id);
-        ExecutorService pool = Executors.newSingleThreadExecutor();
-        try {
-            Future<Receipt> first = pool.submit(() -> payments.payRefusing(id));
-            payments.awaitEntered(id);
-            assertThatThrownBy(() -> payments.payRefusing(id)).isInstanceOf(RequestInProgressException.class)
-                    .hasMessage("A call with idempotency key 'refuse:" + id + "' is still running; this duplicate "
-                            + "was refused. Retry later for its result.")
-                    .extracting(ex -> ((RequestInProgressException) ex).getKey()).isEqualTo("refuse:" + id);
-            gate.countDown();
-            Receipt result = first.get(10, TimeUnit.SECONDS);
-            assertThat(payments.payRefusing(id)).isEqualTo(result);
-            assertThat(payments.runs(id)).isEqualTo(1);
-        }
-        finally {
-            gate.countDown();
-            pool.shutdownNow();
-        }
+        Receipt result = whileTheFirstCallRuns(id, () -> payments.payRefusing(id), () ->
+                assertThatThrownBy(() -> payments.payRefusing(id)).isInstanceOf(RequestInProgressException.class)
+                        .hasMessage("A call with idempotency key 'refuse:" + id + "' is still running; this duplicate "
+                                + "was refused. Retry later for its result.")
+                        .extracting(ex -> ((RequestInProgressException) ex).getKey()).isEqualTo("refuse:" + id));
+        assertThat(payments.payRefusing(id)).isEqualTo(result);
+        assertThat(payments.runs(id)).isEqualTo(1);
     }
 
     @Test
     void aDuplicateWaitingLongerThanItsWaitTimeGetsRequestInProgress() throws Exception {
         String id = id();
+        whileTheFirstCallRuns(id, () -> payments.payShortWait(id), () ->
+                assertThatThrownBy(() -> payments.payShortWait(id)).isInstanceOf(RequestInProgressException.class)
+                        .hasMessage("A call with idempotency key 'short:" + id + "' is still running after waiting "
+                                + "300 ms for it. Retry later for its result."));
+        assertThat(payments.runs(id)).isEqualTo(1);
+    }
+
+    /** Runs {@code first} on another thread, held inside the method while {@code meanwhile} runs; its result. */
+    private Receipt whileTheFirstCallRuns(String id, java.util.concurrent.Callable<Receipt> first, Runnable meanwhile)
+            throws Exception {
         CountDownLatch gate = payments.block(id);
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
-            Future<Receipt> first = pool.submit(() -> payments.payShortWait(id));
+            Future<Receipt> running = pool.submit(first);
             payments.awaitEntered(id);
-            assertThatThrownBy(() -> payments.payShortWait(id)).isInstanceOf(RequestInProgressException.class)
-                    .hasMessage("A call with idempotency key 'short:" + id + "' is still running after waiting "
-                            + "300 ms for it. Retry later for its result.");
+            meanwhile.run();
             gate.countDown();
-            first.get(10, TimeUnit.SECONDS);
-            assertThat(payments.runs(id)).isEqualTo(1);
+            return running.get(10, TimeUnit.SECONDS);
         }
         finally {
             gate.countDown();

@@ -12,7 +12,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.github.distlock.testsupport.RedisServer;
 import io.github.distlock.testsupport.RespClient;
 import org.junit.jupiter.api.Test;
 
@@ -29,21 +28,6 @@ class IdempotencyKeyTest extends MultiInstanceApps {
     private static final int LATER = 50;
 
     private final ShopClient client = new ShopClient();
-    private RedisServer redis;
-
-    @Override
-    List<String> startLockBackend() {
-        redis = RedisServer.start();
-        return List.of("--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port());
-    }
-
-    @Override
-    void stopLockBackend() {
-        if (redis != null) {
-            redis.close();
-        }
-    }
-
     @Test
     void retriesWithOneKeyAcrossInstancesPlaceOneOrderAndAllGetTheSameAnswer() throws Exception {
         ShopClient.Response product = client.createProduct(apps().get(0).baseUrl(), "idempotent item", 100);
@@ -85,7 +69,7 @@ class IdempotencyKeyTest extends MultiInstanceApps {
         assertThat(stockOf(productId)).isEqualTo(99);
 
         // the mark: in Redis, with about the configured day to live
-        long ttl = ((Number) RespClient.callOnce(redis.port(), "PTTL", "lock:idempotent-mark:order-request:" + key))
+        long ttl = ((Number) RespClient.callOnce(redis().port(), "PTTL", "lock:idempotent-mark:order-request:" + key))
                 .longValue();
         assertThat(ttl).isGreaterThan(23 * 3600_000L).isLessThanOrEqualTo(24 * 3600_000L);
 

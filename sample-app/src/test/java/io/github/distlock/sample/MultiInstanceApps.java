@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.github.distlock.testsupport.RedisServer;
 import org.h2.tools.Server;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,11 +33,29 @@ abstract class MultiInstanceApps {
     private SharedDatabase database;
     private final List<AppProcess> apps = new ArrayList<>();
 
-    /** Starts the lock backend the instances share and returns the arguments that point an instance at it. */
-    abstract List<String> startLockBackend() throws Exception;
+    /** The default lock backend: one redis-server. */
+    private RedisServer redis;
+
+    /**
+     * Starts the lock backend the instances share and returns the arguments that point an instance at it: by default
+     * a redis-server on a free port.
+     */
+    List<String> startLockBackend() throws Exception {
+        redis = RedisServer.start();
+        return List.of("--spring.data.redis.host=" + redis.host(), "--spring.data.redis.port=" + redis.port());
+    }
 
     /** Stops what {@link #startLockBackend()} started. */
-    abstract void stopLockBackend() throws Exception;
+    void stopLockBackend() throws Exception {
+        if (redis != null) {
+            redis.close();
+        }
+    }
+
+    /** The redis-server the default {@link #startLockBackend()} started. */
+    final RedisServer redis() {
+        return redis;
+    }
 
     /**
      * The database the instances share: its JDBC URL and credentials, and what stops it.
