@@ -19,3 +19,11 @@ CREATE TABLE IF NOT EXISTS orders (
 );
 
 CREATE INDEX IF NOT EXISTS orders_user ON orders (user_id, product_id);
+
+-- The marks of Idempotency-Key requests when the locks are in this database too (distlock.backend=jdbc); with
+-- Redis they live there (JdbcIdempotencyStore).
+CREATE TABLE IF NOT EXISTS idempotency_mark (
+    mark_key   VARCHAR(512)   PRIMARY KEY,
+    mark       VARCHAR(65535) NOT NULL,
+    expires_at TIMESTAMP      NOT NULL
+);

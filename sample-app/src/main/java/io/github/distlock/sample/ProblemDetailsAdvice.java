@@ -6,6 +6,8 @@ import java.util.TreeMap;
 
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockBackendException;
+import io.github.distlock.idempotent.IdempotencyKeyReusedException;
+import io.github.distlock.idempotent.RequestInProgressException;
 import jakarta.validation.ConstraintViolationException;
 import jakarta.validation.Path;
 import org.apache.commons.logging.Log;
@@ -100,6 +102,27 @@ public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
         problem.setProperty("productId", ex.getProductId());
         problem.setProperty("token", ex.getToken());
         return problem;
+    }
+
+    /** The Idempotency-Key was used for another request body (the IETF draft's 422). */
+    @ExceptionHandler(IdempotencyKeyReusedException.class)
+    ProblemDetail idempotencyKeyReused(IdempotencyKeyReusedException ex) {
+        return problem(HttpStatus.UNPROCESSABLE_CONTENT, "idempotency-key-reused", "Idempotency key reused",
+                "This Idempotency-Key was used for a request with another body; use a new key for a new request.");
+    }
+
+    /** The first request with this Idempotency-Key still runs after the retry waited for it (the draft's 409). */
+    @ExceptionHandler(RequestInProgressException.class)
+    ProblemDetail requestInProgress(RequestInProgressException ex) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "request-in-progress", "Request in progress",
+                "The first request with this Idempotency-Key is still being processed; retry later for its result.");
+        problem.setProperty("waitedMillis", ex.getWaitTime().toMillis());
+        return problem;
+    }
+
+    @ExceptionHandler(InvalidIdempotencyKeyException.class)
+    ProblemDetail invalidIdempotencyKey(InvalidIdempotencyKeyException ex) {
+        return invalidRequest("The request has an invalid header.", Map.of("Idempotency-Key", ex.getMessage()));
     }
 
     @ExceptionHandler(ProductNotFoundException.class)

@@ -11,6 +11,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
@@ -24,19 +25,30 @@ import org.springframework.web.bind.annotation.RestController;
 public class ShopController {
 
     private final OrderService orders;
+    private final IdempotentOrderService idempotentOrders;
     private final UnsafeOrderService unsafeOrders;
     private final ProductService products;
 
-    ShopController(OrderService orders, UnsafeOrderService unsafeOrders, ProductService products) {
+    ShopController(OrderService orders, IdempotentOrderService idempotentOrders, UnsafeOrderService unsafeOrders,
+            ProductService products) {
         this.orders = orders;
+        this.idempotentOrders = idempotentOrders;
         this.unsafeOrders = unsafeOrders;
         this.products = products;
     }
 
-    /** Places an order under the locks: 201, or 409 for a duplicate, a sold-out product or a busy lock. */
+    /**
+     * Places an order under the locks: 201, or 409 for a duplicate, a sold-out product or a busy lock. With an
+     * {@code Idempotency-Key} header, every retry with that key gets the first request's 201 and order (422 when its
+     * body differs).
+     */
     @PostMapping("/orders")
-    public ResponseEntity<Order> placeOrder(@Valid @RequestBody OrderRequest request) {
-        Order order = orders.placeOrder(request.userId(), request.productId(), request.quantity());
+    public ResponseEntity<Order> placeOrder(
+            @RequestHeader(name = "Idempotency-Key", required = false) String idempotencyKey,
+            @Valid @RequestBody OrderRequest request) {
+        Order order = (idempotencyKey == null)
+                ? orders.placeOrder(request.userId(), request.productId(), request.quantity())
+                : idempotentOrders.placeOrder(InvalidIdempotencyKeyException.parse(idempotencyKey), request);
         return ResponseEntity.created(URI.create("/api/orders/" + order.id())).body(order);
     }
 

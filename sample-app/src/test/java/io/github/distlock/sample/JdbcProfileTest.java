@@ -24,6 +24,17 @@ class JdbcProfileTest {
             assertThat(client.placeOrder(app.baseUrl(), "/api/orders", 7, productId, 2).status()).isEqualTo(201);
             assertThat(client.placeOrder(app.baseUrl(), "/api/orders", 7, productId, 1).status()).isEqualTo(409);
 
+            // an Idempotency-Key works without Redis too: its mark is a row of the shop's database
+            ShopClient.Response keyed = client.post(app.baseUrl() + "/api/orders",
+                    "{\"userId\":8,\"productId\":%d,\"quantity\":1}".formatted(productId), "Idempotency-Key", "k-8");
+            ShopClient.Response retried = client.post(app.baseUrl() + "/api/orders",
+                    "{\"userId\":8,\"productId\":%d,\"quantity\":1}".formatted(productId), "Idempotency-Key", "k-8");
+            assertThat(keyed.status()).isEqualTo(201);
+            assertThat(retried.status()).isEqualTo(201);
+            assertThat(retried.body()).isEqualTo(keyed.body());
+            assertThat(app.jdbc().sql("SELECT COUNT(*) FROM idempotency_mark WHERE mark_key = ?")
+                    .param("lock:idempotent-mark:order-request:k-8").query(Long.class).single()).isEqualTo(1);
+
             // the order's and the product's locks were rows of the lock table, both released
             assertThat(app.jdbc().sql("SELECT COUNT(*) FROM distlock_lock WHERE lock_key IN (?, ?) AND owner IS NULL")
                     .params("lock:order:7:" + productId, "lock:product:" + productId).query(Long.class).single())

@@ -1,12 +1,6 @@
 package io.github.distlock.sample;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,108 +15,27 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
-import org.h2.tools.Server;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.springframework.core.io.ClassPathResource;
-import org.springframework.jdbc.datasource.init.ScriptUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Three instances of the sample as separate JVMs, sharing one lock backend (a Redis server, a Redis cluster, or
- * the database itself: see the subclasses) and one database (H2 as a TCP server in this JVM, or PostgreSQL), take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
+ * Three instances of the sample ({@link MultiInstanceApps}), sharing one lock backend (a Redis server, a Redis
+ * cluster, or the database itself: see the subclasses) and one database, take a flash sale: 200 users each submit 3 copies of an order for product A and 2 for product B (1,000
  * requests, a user's copies in flight together and on different instances), with 60 items of each in stock. The
  * database must show one order per user and product, and exactly the stock sold. The same traffic on the unsafe
  * endpoint must show duplicates or overselling, which is what makes the first half a test.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class MultiInstanceSale {
+abstract class MultiInstanceSale extends MultiInstanceApps {
 
-    private static final int INSTANCES = 3;
     private static final int USERS = 200;
     private static final int STOCK = 60;
     private static final int COPIES_A = 3;
     private static final int COPIES_B = 2;
     private static final int CLIENT_THREADS = 48;
-    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(180);
     private static final Duration LOAD_TIMEOUT = Duration.ofSeconds(120);
 
     private static final ShopClient client = new ShopClient();
-    private SharedDatabase database;
-    private final List<AppProcess> apps = new ArrayList<>();
-
-    /** Starts the lock backend the instances share and returns the arguments that point an instance at it. */
-    abstract List<String> startLockBackend() throws Exception;
-
-    /** Stops what {@link #startLockBackend()} started. */
-    abstract void stopLockBackend() throws Exception;
-
-    /**
-     * The database the instances share: its JDBC URL and credentials, and what stops it.
-     *
-     * @param schema the lock table's script, for a database that also holds the locks, else {@code null}
-     */
-    record SharedDatabase(String jdbcUrl, String user, String password, AutoCloseable server, String schema) {
-    }
-
-    /** Starts the shared database: by default H2 as a TCP server in this JVM. */
-    SharedDatabase startDatabase() throws SQLException {
-        Server h2 = startH2();
-        return new SharedDatabase("jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:shop;DB_CLOSE_DELAY=-1", "sa", "",
-                h2::stop, null);
-    }
-
-    /** The running instances. */
-    final List<AppProcess> apps() {
-        return apps;
-    }
-
-    /** A connection to the shared database, for the checks of subclasses. */
-    final Connection connect() throws SQLException {
-        return DriverManager.getConnection(database.jdbcUrl(), database.user(), database.password());
-    }
-
-    @BeforeAll
-    void startServersAndInstances() throws Exception {
-        List<String> backendArguments = startLockBackend();
-        database = startDatabase();
-        // the schemas once, here: three instances creating them at the same moment would race each other
-        try (Connection connection = connect()) {
-            ScriptUtils.executeSqlScript(connection, new ClassPathResource("schema.sql"));
-            if (database.schema() != null) {
-                ScriptUtils.executeSqlScript(connection, new ClassPathResource(database.schema()));
-            }
-        }
-        Path logs = Path.of("target", "multi-instance-logs");
-        for (int i = 0; i < INSTANCES; i++) {
-            List<String> arguments = new ArrayList<>(backendArguments);
-            arguments.addAll(List.of("--spring.datasource.url=" + database.jdbcUrl(),
-                    "--spring.datasource.username=" + database.user(),
-                    "--spring.datasource.password=" + database.password(), "--spring.sql.init.mode=never",
-                    // buyers of one product queue for its lock; generous on a busy CI machine
-                    "--distlock.wait-time=30s"));
-            apps.add(AppProcess.launch(getClass().getSimpleName() + "-" + i, logs, arguments));
-        }
-        for (AppProcess app : apps) {
-            app.awaitStarted(STARTUP_TIMEOUT);
-        }
-    }
-
-    @AfterAll
-    void stopEverything() throws Exception {
-        apps.forEach(AppProcess::close);
-        try {
-            if (database != null) {
-                database.server().close();
-            }
-        }
-        finally {
-            stopLockBackend();
-        }
-    }
 
     @Test
     void acrossInstancesTheLocksAllowOneOrderPerUserAndProductAndNoOverselling() throws Exception {
@@ -188,7 +101,7 @@ abstract class MultiInstanceSale {
             for (int i = 0; i < requests.size(); i++) {
                 long[] request = requests.get(i);
                 // consecutive copies of one order go to different instances
-                String baseUrl = apps.get(i % INSTANCES).baseUrl();
+                String baseUrl = apps().get(i % INSTANCES).baseUrl();
                 futures.add(pool.submit(() -> client.placeOrder(baseUrl, path, request[0], request[1], 1)));
             }
             long deadline = System.nanoTime() + LOAD_TIMEOUT.toNanos();
@@ -213,7 +126,7 @@ abstract class MultiInstanceSale {
     }
 
     private long newProduct() {
-        ShopClient.Response created = client.createProduct(apps.get(0).baseUrl(), "flash-sale item", STOCK);
+        ShopClient.Response created = client.createProduct(apps().get(0).baseUrl(), "flash-sale item", STOCK);
         assertThat(created.status()).isEqualTo(201);
         return created.json().path("id").asLong();
     }
@@ -249,30 +162,6 @@ abstract class MultiInstanceSale {
                 assertThat(rows.next()).isTrue();
                 return rows.getInt(1);
             }
-        }
-    }
-
-    private static Server startH2() throws SQLException {
-        SQLException last = null;
-        for (int attempt = 0; attempt < 5; attempt++) {
-            try {
-                // -ifNotExists lets the instances create the in-memory database remotely
-                return Server.createTcpServer("-tcpPort", Integer.toString(freePort()), "-ifNotExists").start();
-            }
-            catch (SQLException ex) {
-                // the free port may have been taken between probing and binding: try another
-                last = ex;
-            }
-        }
-        throw last;
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-        catch (IOException ex) {
-            throw new UncheckedIOException(ex);
         }
     }
 }

@@ -47,10 +47,14 @@ final class ShopClient {
         return post(baseUrl + "/api/products", "{\"name\":\"%s\",\"stock\":%d}".formatted(name, stock));
     }
 
-    Response post(String url, String json) {
-        return send(HttpRequest.newBuilder(URI.create(url)).timeout(REQUEST_TIMEOUT)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    /** POSTs {@code json}, with these extra headers (name, value, name, value...). */
+    Response post(String url, String json, String... headers) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(REQUEST_TIMEOUT)
+                .header("Content-Type", "application/json");
+        for (int i = 0; i + 1 < headers.length; i += 2) {
+            request.header(headers[i], headers[i + 1]);
+        }
+        return send(request.POST(HttpRequest.BodyPublishers.ofString(json)).build());
     }
 
     Response get(String url) {

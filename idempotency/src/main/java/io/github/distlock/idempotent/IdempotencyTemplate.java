@@ -1,0 +1,313 @@
+package io.github.distlock.idempotent;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockCallback;
+import io.github.distlock.LockOptions;
+import io.github.distlock.LockRunnable;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.LockType;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.core.ResolvableType;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JavaType;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+import tools.jackson.databind.type.TypeFactory;
+
+/**
+ * Runs code at most once per idempotency key while the key's "done" mark lives, and gives duplicates the first call's
+ * result: the programmatic twin of {@link Idempotent}, and the engine behind it.
+ *
+ * <pre>{@code
+ * Receipt receipt = idempotency.execute("payment:" + callback.id(), Duration.ofHours(24), Receipt.class,
+ *         () -> payments.settle(callback));
+ * }</pre>
+ *
+ * <h2>States of a key</h2>
+ * <ul>
+ * <li><b>new</b>: no lock, no mark. A call takes the key's lock, finds no mark, runs.
+ * <li><b>running</b>: the lock is held (renewed by the watchdog while the holder lives), no mark yet. A duplicate
+ * waits for the lock or is refused ({@link WhileRunning}). The lock is the in-progress state: it needs no mark of
+ * its own, and when the holder dies its lock expires ({@code distlock.watchdog-timeout}) with no mark written, so the
+ * next duplicate runs instead of waiting for a call that will never finish.
+ * <li><b>done</b>: the mark exists, carrying the outcome (the result as JSON) in the same Redis value, so the two expire
+ * together. Duplicates get the outcome without the lock. When the mark expires the key is new again.
+ * <li>A failure stores no mark (unless {@link IdempotencyOptions#storeFailureFor()} names it): the key is new again,
+ * and a waiting duplicate runs.
+ * </ul>
+ *
+ * <p>Invariant: only a holder of the key's lock writes the key's mark, after the code succeeded and before it
+ * releases the lock; and code runs only after its caller read "no mark" while holding that lock. So while the lock
+ * is exclusive and the mark lives, the code runs at most once per key. A mark is read in one {@code GET}: a mark that
+ * expires while a duplicate reads it is either seen whole (replayed) or not at all (the duplicate takes the lock and
+ * reads again). What this cannot cover, and a unique constraint in the database must: a holder whose lock expired
+ * under it (a pause longer than the watchdog timeout) still running while a duplicate runs, a mark Redis lost
+ * (failover before replication, eviction, flush), and a mark that could not be written after the code succeeded
+ * (Redis down at that moment: the caller still gets its result, the error is logged).
+ *
+ * <p>Results are stored through the application's Jackson {@link JsonMapper} and read back as the declared result
+ * type (generics included). A result that does not survive that round trip (checked when it is stored) is not
+ * stored: duplicates get {@link DuplicateRequestException}, as for a stored failure. A {@code void} result replays
+ * as nothing.
+ */
+public class IdempotencyTemplate {
+
+    private static final Log logger = LogFactory.getLog(IdempotencyTemplate.class);
+
+    /** Namespace of the lock keys (after {@code distlock.key-prefix}). */
+    static final String LOCK_NAMESPACE = "idempotent:";
+
+    /**
+     * Namespace of the mark keys (after {@code distlock.key-prefix}): differs from {@link #LOCK_NAMESPACE} before the
+     * first ':' so that no key's mark is another key's lock.
+     */
+    static final String MARK_NAMESPACE = "idempotent-mark:";
+
+    private static final String RETURNED = "RETURNED";
+    private static final String FAILED = "FAILED";
+
+    private final LockTemplate locks;
+    private final IdempotencyStore store;
+    private final JsonMapper json;
+    private final Duration defaultWait;
+
+    /**
+     * @param locks the lock a key is processed under
+     * @param store where the marks live
+     * @param json the application's mapper: results are stored and replayed through it
+     * @param defaultWait how long a duplicate waits for a running call when its options name no wait
+     */
+    public IdempotencyTemplate(LockTemplate locks, IdempotencyStore store, JsonMapper json, Duration defaultWait) {
+        this.locks = locks;
+        this.store = store;
+        this.json = json;
+        this.defaultWait = defaultWait;
+    }
+
+    /**
+     * Runs {@code callback} unless a call with {@code key} succeeded within the last {@code ttl}, in which case its
+     * result is returned instead; a duplicate arriving while the first call runs waits for it.
+     */
+    public <T, E extends Throwable> T execute(String key, Duration ttl, Class<T> resultType, LockCallback<T, E> callback)
+            throws E {
+        return execute(key, IdempotencyOptions.ttl(ttl), ResolvableType.forClass(resultType), callback);
+    }
+
+    /** Runs {@code action} unless a call with {@code key} succeeded within the last {@code ttl}. */
+    public <E extends Throwable> void run(String key, Duration ttl, LockRunnable<E> action) throws E {
+        execute(key, IdempotencyOptions.ttl(ttl), ResolvableType.forClass(void.class), () -> {
+            action.run();
+            return null;
+        });
+    }
+
+    /**
+     * Runs {@code callback} at most once per {@code key} while its mark lives (see the class description).
+     *
+     * @param resultType what the result is read back as when replayed (generics included); {@code void} or
+     * {@code Void} for none
+     * @throws RequestInProgressException when the first call still runs after the wait (or at once with
+     * {@link WhileRunning#REFUSE})
+     * @throws DuplicateRequestException when the key was processed but its outcome cannot be replayed
+     * @throws IdempotencyKeyReusedException when the key was processed for a request with another fingerprint
+     * @throws io.github.distlock.LockBackendException when the lock backend cannot be reached
+     */
+    public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
+            LockCallback<T, E> callback) throws E {
+        if (key == null || key.isBlank()) {
+            throw new IllegalArgumentException("idempotency key must not be " + (key == null ? "null" : "blank"));
+        }
+        String markKey = markKey(key);
+        String fingerprint = fingerprint(options.fingerprint());
+        JavaType type = javaType(resultType);
+        // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
+        String mark = store.get(markKey);
+        if (mark != null) {
+            return replay(key, mark, fingerprint, type);
+        }
+        Duration wait = (options.whileRunning() == WhileRunning.REFUSE) ? Duration.ZERO
+                : (options.waitTime() != null) ? options.waitTime() : defaultWait;
+        // the watchdog, never a fixed lease: a lease ending under a slow call would let a duplicate run beside it
+        LockOptions lockOptions = new LockOptions(wait, LockOptions.WATCHDOG, false, LockType.REENTRANT, null,
+                options.name());
+        AtomicBoolean locked = new AtomicBoolean();
+        try {
+            return locks.execute(LOCK_NAMESPACE + key, lockOptions, () -> {
+                locked.set(true);
+                // again under the lock: the first call may have finished between the read above and the lock
+                String current = store.get(markKey);
+                if (current != null) {
+                    return replay(key, current, fingerprint, type);
+                }
+                return runAndMark(key, markKey, options, fingerprint, type, callback);
+            });
+        }
+        catch (LockAcquisitionException ex) {
+            if (locked.get()) {
+                // thrown by the code itself (a lock it takes inside), not by our lock
+                throw ex;
+            }
+            // the first call may have finished just as the wait ran out
+            String late = store.get(markKey);
+            if (late != null) {
+                return replay(key, late, fingerprint, type);
+            }
+            throw new RequestInProgressException(key, wait, ex);
+        }
+    }
+
+    /**
+     * Deletes the mark of {@code key}, so that the next call with it runs (an operator's "process this again").
+     * Returns whether there was one.
+     */
+    public boolean forget(String key) {
+        return store.delete(markKey(key));
+    }
+
+    /** The store key of the mark of {@code key}: {@code distlock.key-prefix} + {@value #MARK_NAMESPACE} + key. */
+    public String markKey(String key) {
+        return locks.fullKey(MARK_NAMESPACE + key);
+    }
+
+    private <T, E extends Throwable> T runAndMark(String key, String markKey, IdempotencyOptions options,
+            String fingerprint, JavaType type, LockCallback<T, E> callback) throws E {
+        T result;
+        try {
+            result = callback.doInLock();
+        }
+        catch (Throwable failure) {
+            if (options.stores(failure)) {
+                ObjectNode mark = mark(FAILED, fingerprint);
+                mark.put("failure", failure.getClass().getName());
+                mark.put("message", String.valueOf(failure.getMessage()));
+                store(key, markKey, mark, options.ttl());
+            }
+            throw failure;
+        }
+        ObjectNode mark = mark(RETURNED, fingerprint);
+        if (type != null) {
+            try {
+                JsonNode value = json.valueToTree(result);
+                // read back now, not when a duplicate comes: a result that can't be replayed is known at once
+                if (result != null) {
+                    json.treeToValue(value, type);
+                }
+                mark.set("value", (value != null) ? value : json.nullNode());
+            }
+            catch (JacksonException | IllegalArgumentException ex) {
+                logger.warn("Result of idempotent call '" + key + "' cannot be stored as " + type + " through JSON ("
+                        + ex.getMessage() + "); duplicates get DuplicateRequestException instead of it");
+                mark.put("unreplayable", "its result (" + result.getClass().getName() + ") cannot be stored as "
+                        + type.toCanonical() + " through JSON");
+            }
+        }
+        store(key, markKey, mark, options.ttl());
+        return result;
+    }
+
+    private ObjectNode mark(String outcome, String fingerprint) {
+        ObjectNode mark = json.createObjectNode();
+        mark.put("outcome", outcome);
+        if (fingerprint != null) {
+            mark.put("fingerprint", fingerprint);
+        }
+        return mark;
+    }
+
+    /**
+     * Writes the mark. A failure is logged, not thrown: the code has run and its caller gets its outcome; a duplicate
+     * will run again, as after a mark Redis lost.
+     */
+    private void store(String key, String markKey, ObjectNode mark, Duration ttl) {
+        try {
+            store.put(markKey, json.writeValueAsString(mark), ttl);
+        }
+        catch (RuntimeException ex) {
+            logger.error("Idempotent call '" + key + "' finished but its mark could not be stored; a duplicate will "
+                    + "run again: " + ex, ex);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> T replay(String key, String text, String fingerprint, JavaType type) {
+        JsonNode mark;
+        try {
+            mark = json.readTree(text);
+        }
+        catch (JacksonException ex) {
+            throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed, but "
+                    + "its mark cannot be read", null, ex);
+        }
+        String stored = mark.hasNonNull("fingerprint") ? mark.get("fingerprint").asString() : null;
+        if (fingerprint != null && stored != null && !fingerprint.equals(stored)) {
+            throw new IdempotencyKeyReusedException(key);
+        }
+        if (FAILED.equals(mark.path("outcome").asString(""))) {
+            String failure = mark.path("failure").asString("");
+            throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed and "
+                    + "failed with " + failure + ": " + mark.path("message").asString(""), failure, null);
+        }
+        if (mark.hasNonNull("unreplayable")) {
+            throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed, but "
+                    + mark.get("unreplayable").asString(), null, null);
+        }
+        if (type == null || !mark.has("value")) {
+            return null;
+        }
+        try {
+            return (T) json.treeToValue(mark.get("value"), type);
+        }
+        catch (JacksonException ex) {
+            throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed, but "
+                    + "its stored result cannot be read as " + type.toCanonical(), null, ex);
+        }
+    }
+
+    private String fingerprint(Object request) {
+        if (request == null) {
+            return null;
+        }
+        byte[] bytes = (request instanceof String text) ? text.getBytes(StandardCharsets.UTF_8)
+                : json.writeValueAsBytes(request);
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        }
+        catch (NoSuchAlgorithmException ex) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", ex);
+        }
+    }
+
+    /** Jackson's type for {@code type}, generics resolved as Spring resolved them; {@code null} for no result. */
+    private JavaType javaType(ResolvableType type) {
+        Class<?> raw = (type != null) ? type.resolve() : null;
+        if (raw == null || raw == void.class || raw == Void.class) {
+            return null;
+        }
+        return javaType(json.getTypeFactory(), type);
+    }
+
+    static JavaType javaType(TypeFactory types, ResolvableType type) {
+        if (type.isArray()) {
+            return types.constructArrayType(javaType(types, type.getComponentType()));
+        }
+        Class<?> raw = type.resolve(Object.class);
+        ResolvableType[] generics = type.getGenerics();
+        if (generics.length == 0) {
+            return types.constructType(raw);
+        }
+        JavaType[] parameters = new JavaType[generics.length];
+        for (int i = 0; i < generics.length; i++) {
+            parameters[i] = javaType(types, generics[i]);
+        }
+        return types.constructParametricType(raw, parameters);
+    }
+}

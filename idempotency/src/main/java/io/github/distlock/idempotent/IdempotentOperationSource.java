@@ -1,0 +1,185 @@
+package io.github.distlock.idempotent;
+
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+
+import io.github.distlock.aop.SharedKeyExpression;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.MethodClassKey;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.env.PropertyResolver;
+import org.springframework.expression.BeanResolver;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Finds the {@link Idempotent} of a method and parses it into an {@link IdempotentOperation}, once per method and
+ * target class.
+ */
+public class IdempotentOperationSource {
+
+    private static final IdempotentOperation NONE = new IdempotentOperation(null, null, null, null, null);
+
+    private final Map<MethodClassKey, IdempotentOperation> cache = new ConcurrentHashMap<>(32);
+    private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
+    private final PropertyResolver placeholders;
+    private final BeanResolver beanResolver;
+    private final Duration defaultTtl;
+
+    /**
+     * @param beanFactory resolves {@code @bean} references in expressions; may be {@code null}
+     * @param placeholders resolves {@code ${...}}, strictly; may be {@code null}
+     * @param defaultTtl the mark lifetime of an annotation that sets none
+     */
+    public IdempotentOperationSource(BeanFactory beanFactory, PropertyResolver placeholders, Duration defaultTtl) {
+        this.placeholders = placeholders;
+        this.beanResolver = (beanFactory != null) ? new BeanFactoryResolver(beanFactory) : null;
+        this.defaultTtl = defaultTtl;
+    }
+
+    /**
+     * The operation for {@code method} called on {@code targetClass}, or {@code null} when it has no {@link Idempotent}.
+     *
+     * @throws IllegalStateException when the annotation is invalid, naming the method; its cause says what to do
+     */
+    IdempotentOperation getOperation(Method method, Class<?> targetClass) {
+        IdempotentOperation operation = cache.computeIfAbsent(new MethodClassKey(method, targetClass),
+                key -> parse(method, targetClass));
+        return (operation != NONE) ? operation : null;
+    }
+
+    private IdempotentOperation parse(Method method, Class<?> targetClass) {
+        Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
+        Idempotent annotation = AnnotatedElementUtils.findMergedAnnotation(specific, Idempotent.class);
+        if (annotation == null) {
+            annotation = AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class);
+        }
+        if (annotation == null) {
+            return NONE;
+        }
+        try {
+            String[] names = parameterNames.getParameterNames(specific);
+            SharedKeyExpression key = SharedKeyExpression.parse(resolve(annotation.key()), specific, targetClass,
+                    names, beanResolver);
+            SharedKeyExpression fingerprint = annotation.fingerprint().isBlank() ? null : SharedKeyExpression.parse(
+                    resolve(annotation.fingerprint()), specific, targetClass, names, beanResolver);
+            Duration ttl = duration("ttl", annotation.ttl(), defaultTtl);
+            if (ttl.compareTo(Duration.ofMillis(1)) < 0) {
+                throw new InvalidAnnotation("ttl = \"" + annotation.ttl() + "\" must be at least 1 ms",
+                        "Give the mark a lifetime longer than the longest time a client may retry, e.g. ttl = \"24h\"");
+            }
+            Duration waitTime = duration("waitTime", annotation.waitTime(), null);
+            if (waitTime != null && annotation.whileRunning() == WhileRunning.REFUSE) {
+                throw new InvalidAnnotation("waitTime = \"" + annotation.waitTime() + "\" is set but whileRunning = "
+                        + "REFUSE never waits", "Remove waitTime, or use whileRunning = WAIT");
+            }
+            String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
+            IdempotencyOptions options = new IdempotencyOptions(ttl, waitTime, annotation.whileRunning(),
+                    List.of(annotation.storeFailureFor()), null, name);
+            return new IdempotentOperation(specific, key, fingerprint, options, resultType(specific, targetClass));
+        }
+        catch (IllegalArgumentException ex) {
+            InvalidAnnotation invalid = (ex instanceof InvalidAnnotation own) ? own : new InvalidAnnotation(
+                    ex.getMessage(), (SharedKeyExpression.action(ex) != null) ? SharedKeyExpression.action(ex)
+                            : "Correct the @Idempotent annotation of the method named above.", ex);
+            throw new IllegalStateException("Invalid @Idempotent on " + IdempotentOperation.describe(specific) + ": "
+                    + ex.getMessage(), invalid);
+        }
+    }
+
+    /** What the result is replayed as; a type that can't be, or a result the call does not wait for, fails. */
+    private static ResolvableType resultType(Method method, Class<?> targetClass) {
+        ResolvableType type = ResolvableType.forMethodReturnType(method, (targetClass != null) ? targetClass
+                : method.getDeclaringClass());
+        Class<?> raw = type.resolve();
+        if (raw == null || type.hasUnresolvableGenerics()) {
+            throw new InvalidAnnotation("the return type " + type + " cannot be resolved, so a duplicate could not get "
+                    + "the stored result back as it", "Declare a concrete return type (generics included)");
+        }
+        if (Future.class.isAssignableFrom(raw) || CompletionStage.class.isAssignableFrom(raw)
+                || isPublisher(raw)) {
+            throw new InvalidAnnotation("the method returns " + raw.getName() + ": an idempotent call must finish "
+                    + "before it returns (its mark is written then), so asynchronous results are not supported",
+                    "Return the value itself, or use IdempotencyTemplate around the blocking part");
+        }
+        if (raw == Object.class) {
+            throw new InvalidAnnotation("the method returns Object: a duplicate would get the stored result back as a "
+                    + "JSON map, not as the type the first call returned",
+                    "Declare the type the method returns (records and Jackson-readable classes replay as themselves)");
+        }
+        return type;
+    }
+
+    private static boolean isPublisher(Class<?> type) {
+        for (String name : List.of("org.reactivestreams.Publisher", "java.util.concurrent.Flow$Publisher")) {
+            try {
+                if (ClassUtils.forName(name, type.getClassLoader()).isAssignableFrom(type)) {
+                    return true;
+                }
+            }
+            catch (ClassNotFoundException | LinkageError ex) {
+                // not on the class path: nothing returns it
+            }
+        }
+        return false;
+    }
+
+    private Duration duration(String attribute, String text, Duration fallback) {
+        if (text.isBlank()) {
+            return fallback;
+        }
+        String resolved = resolve(text).strip();
+        Duration duration;
+        try {
+            duration = DurationStyle.detectAndParse(resolved, ChronoUnit.SECONDS);
+        }
+        catch (IllegalArgumentException ex) {
+            throw new InvalidAnnotation(attribute + " = \"" + text + "\" is not a duration" + (resolved.equals(text)
+                    ? "" : " (resolved: \"" + resolved + "\")"), "Write a duration such as \"24h\", \"30s\" or \"PT10M\"", ex);
+        }
+        if (duration.isNegative() || (!duration.isZero() && duration.compareTo(Duration.ofMillis(1)) < 0)) {
+            throw new InvalidAnnotation(attribute + " = \"" + text + "\" must be 0 or at least 1 ms",
+                    "Use 0 or a duration of at least one millisecond");
+        }
+        return duration;
+    }
+
+    private String resolve(String text) {
+        return (placeholders != null && text.contains("${")) ? placeholders.resolveRequiredPlaceholders(text) : text;
+    }
+
+    private static String defaultName(Method method, Class<?> targetClass) {
+        Class<?> type = (targetClass != null) ? ClassUtils.getUserClass(targetClass) : method.getDeclaringClass();
+        return (type.getSimpleName().isEmpty() ? type.getName() : type.getSimpleName()) + "." + method.getName();
+    }
+
+    /** An invalid annotation, with what to do about it. */
+    static final class InvalidAnnotation extends IllegalArgumentException {
+
+        private final String action;
+
+        InvalidAnnotation(String message, String action) {
+            this(message, action, null);
+        }
+
+        InvalidAnnotation(String message, String action, Throwable cause) {
+            super(message, cause);
+            this.action = action;
+        }
+
+        String action() {
+            return action;
+        }
+    }
+}

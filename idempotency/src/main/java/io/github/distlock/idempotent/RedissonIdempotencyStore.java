@@ -1,0 +1,34 @@
+package io.github.distlock.idempotent;
+
+import java.time.Duration;
+
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+
+/**
+ * Marks as Redis strings with a time to live ({@code SET key mark PX ttl}, {@code GET}), one key per mark: the mark
+ * and the result it carries expire together, and a reader sees the whole value or nothing.
+ */
+public final class RedissonIdempotencyStore implements IdempotencyStore {
+
+    private final RedissonClient redisson;
+
+    public RedissonIdempotencyStore(RedissonClient redisson) {
+        this.redisson = redisson;
+    }
+
+    @Override
+    public String get(String key) {
+        return redisson.<String>getBucket(key, StringCodec.INSTANCE).get();
+    }
+
+    @Override
+    public void put(String key, String mark, Duration ttl) {
+        redisson.<String>getBucket(key, StringCodec.INSTANCE).set(mark, ttl);
+    }
+
+    @Override
+    public boolean delete(String key) {
+        return redisson.getBucket(key, StringCodec.INSTANCE).delete();
+    }
+}

@@ -1,0 +1,148 @@
+package io.github.distlock.idempotent;
+
+import java.util.concurrent.CompletableFuture;
+
+import io.github.distlock.DistlockConfigurationException;
+import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
+import io.github.distlock.idempotent.autoconfigure.IdempotencyAutoConfiguration;
+import io.github.distlock.spi.LockProvider;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Mistakes in {@link Idempotent} fail the startup, naming the method; no Redis is needed to find them. The lock
+ * provider here never grants a lock: nothing is called.
+ */
+class IdempotentStartupTest {
+
+    private static final LockProvider NO_LOCKS = request -> CompletableFuture.completedFuture(null);
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DistlockAutoConfiguration.class,
+                    IdempotencyAutoConfiguration.class))
+            .withBean(LockProvider.class, () -> NO_LOCKS)
+            .withBean(IdempotencyStore.class, NoStore::new);
+
+    @Test
+    void aKeyNamingAParameterTheMethodLacksFailsNamingTheMethod() {
+        runner.withBean(UnknownParameter.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + UnknownParameter.class.getName() + ".pay(): key "
+                        + "'#orderId' uses [#orderId], which the method does not have; its parameters are [#id]"));
+    }
+
+    @Test
+    void anObjectResultFailsNamingTheMethod() {
+        runner.withBean(ObjectResult.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + ObjectResult.class.getName()
+                        + ".pay(): the method returns Object"));
+    }
+
+    @Test
+    void anAsynchronousResultFailsNamingTheMethod() {
+        runner.withBean(AsyncResult.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + AsyncResult.class.getName()
+                        + ".pay(): the method returns java.util.concurrent.CompletableFuture"));
+    }
+
+    @Test
+    void aWaitTimeWithRefuseAndABadDurationFail() {
+        runner.withBean(RefuseWithWait.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining(RefuseWithWait.class.getName() + ".pay(): waitTime = \"5s\" is set "
+                        + "but whileRunning = REFUSE never waits"));
+        runner.withBean(BadTtl.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining(BadTtl.class.getName() + ".pay(): ttl = \"soon\" is not a duration"));
+    }
+
+    @Test
+    void withoutAStoreOnlyAnApplicationUsingIdempotentFails() {
+        ApplicationContextRunner noStore = new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DistlockAutoConfiguration.class,
+                        IdempotencyAutoConfiguration.class))
+                .withBean(LockProvider.class, () -> NO_LOCKS);
+        noStore.run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(IdempotencyTemplate.class));
+        noStore.withBean(Valid.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("@Idempotent on " + Valid.class.getName() + ".pay() in bean")
+                .hasMessageContaining("cannot run: there is no store for its marks (no IdempotencyStore bean)"));
+    }
+
+    @Test
+    void aValidAnnotationStarts() {
+        runner.withBean(Valid.class).run(context -> assertThat(context).hasNotFailed()
+                .hasSingleBean(IdempotencyTemplate.class));
+    }
+
+    /** The report Spring Boot prints: distlock's exception in the failure's cause chain. */
+    private static Throwable configurationFailure(org.springframework.boot.test.context.assertj.AssertableApplicationContext context) {
+        assertThat(context).hasFailed();
+        Throwable failure = context.getStartupFailure();
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            if (cause instanceof DistlockConfigurationException) {
+                return cause;
+            }
+        }
+        throw new AssertionError("no DistlockConfigurationException in", failure);
+    }
+
+    static class UnknownParameter {
+        @Idempotent(key = "#orderId")
+        public String pay(String id) {
+            return id;
+        }
+    }
+
+    static class ObjectResult {
+        @Idempotent(key = "#id")
+        public Object pay(String id) {
+            return id;
+        }
+    }
+
+    static class AsyncResult {
+        @Idempotent(key = "#id")
+        public CompletableFuture<String> pay(String id) {
+            return CompletableFuture.completedFuture(id);
+        }
+    }
+
+    static class RefuseWithWait {
+        @Idempotent(key = "#id", whileRunning = WhileRunning.REFUSE, waitTime = "5s")
+        public String pay(String id) {
+            return id;
+        }
+    }
+
+    static class BadTtl {
+        @Idempotent(key = "#id", ttl = "soon")
+        public String pay(String id) {
+            return id;
+        }
+    }
+
+    static class Valid {
+        @Idempotent(key = "'pay:' + #id", ttl = "1h")
+        public String pay(String id) {
+            return id;
+        }
+    }
+
+    /** Never reached: the contexts above are only started. */
+    static final class NoStore implements IdempotencyStore {
+        @Override
+        public String get(String key) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public void put(String key, String mark, java.time.Duration ttl) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public boolean delete(String key) {
+            throw new UnsupportedOperationException();
+        }
+    }
+}
