@@ -7,17 +7,21 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-/** A {@link LockHolderMain} JVM: started on this test's class path, killed with SIGKILL, never left behind. */
+import io.github.distlock.LockType;
+
+/** A {@link LockHolderMain} JVM (or another main class of the tests): started on this test's class path, killed with SIGKILL, never left behind. */
 final class HolderProcess implements AutoCloseable {
 
     private final Process process;
     private final BlockingQueue<String> holdingLines = new LinkedBlockingQueue<>();
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
     private final List<String> output = new CopyOnWriteArrayList<>();
 
     private HolderProcess(Process process) {
@@ -28,13 +32,25 @@ final class HolderProcess implements AutoCloseable {
     }
 
     static HolderProcess start(int redisPort, String key, Duration lease, Duration watchdogTimeout) {
+        return start(redisPort, key, lease, watchdogTimeout, LockType.REENTRANT);
+    }
+
+    /** A holder of a lock of the given type. */
+    static HolderProcess start(int redisPort, String key, Duration lease, Duration watchdogTimeout, LockType type) {
+        // a short-lived helper: quick start matters more than peak speed
+        return start(List.of("-XX:TieredStopAtLevel=1"), LockHolderMain.class, Integer.toString(redisPort), key,
+                Long.toString(lease.toMillis()), Long.toString(watchdogTimeout.toMillis()), type.name());
+    }
+
+    /** Any main class of this test class path in its own JVM, with extra JVM options. */
+    static HolderProcess start(List<String> jvmOptions, Class<?> mainClass, String... args) {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder builder = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                // a short-lived helper: quick start matters more than peak speed
-                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xmx256m",
-                LockHolderMain.class.getName(), Integer.toString(redisPort), key,
-                Long.toString(lease.toMillis()), Long.toString(watchdogTimeout.toMillis()))
-                .redirectErrorStream(true);
+        List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
+                "-Xshare:auto", "-Xmx256m"));
+        command.addAll(jvmOptions);
+        command.add(mainClass.getName());
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
         try {
             return new HolderProcess(builder.start());
         }
@@ -55,6 +71,51 @@ final class HolderProcess implements AutoCloseable {
                     + "); its output:\n" + String.join("\n", output));
         }
         return Long.parseLong(line.substring("HOLDING ".length()).trim());
+    }
+
+    /**
+     * Waits for the next output line that starts with {@code prefix} (lines with other prefixes are skipped).
+     *
+     * @return the rest of the line after the prefix
+     */
+    String awaitLine(String prefix, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            String line = lines.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            if (line == null) {
+                throw new AssertionError("Process " + process.pid() + " printed no line starting with '" + prefix
+                        + "' within " + timeout + " (alive: " + process.isAlive() + "); its output:\n" + output());
+            }
+            if (line.startsWith(prefix)) {
+                return line.substring(prefix.length()).trim();
+            }
+        }
+    }
+
+    /** Sends one line to the process's standard input. */
+    void send(String line) {
+        try {
+            process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            process.getOutputStream().flush();
+        }
+        catch (IOException ex) {
+            throw new UncheckedIOException("Could not write to process " + process.pid() + " (alive: "
+                    + process.isAlive() + "); its output:\n" + output(), ex);
+        }
+    }
+
+    /** Everything the process printed so far. */
+    String output() {
+        return String.join("\n", output);
+    }
+
+    /** Waits for the process to exit by itself; returns its exit code. */
+    int awaitExit(Duration timeout) throws InterruptedException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("Process " + process.pid() + " did not exit within " + timeout + "; its output:\n"
+                    + output());
+        }
+        return process.exitValue();
     }
 
     boolean isAlive() {
@@ -82,6 +143,7 @@ final class HolderProcess implements AutoCloseable {
             String line;
             while ((line = reader.readLine()) != null) {
                 output.add(line);
+                lines.add(line);
                 if (line.startsWith("HOLDING ")) {
                     holdingLines.add(line);
                 }

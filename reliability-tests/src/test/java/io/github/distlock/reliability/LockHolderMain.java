@@ -5,6 +5,7 @@ import java.util.concurrent.CountDownLatch;
 
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.LockType;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
@@ -16,7 +17,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  * lock, prints {@code HOLDING <epoch ms taken just before asking for the lock>} and then holds it until the process is
  * killed.
  *
- * <p>Arguments: redis port, lock key, lease in ms (0 = watchdog), watchdog timeout in ms.
+ * <p>Arguments: redis port, lock key, lease in ms (0 = watchdog), watchdog timeout in ms, and optionally the
+ * {@link LockType} (default {@code REENTRANT}).
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
@@ -27,6 +29,7 @@ public class LockHolderMain {
         String key = args[1];
         long leaseMs = Long.parseLong(args[2]);
         long watchdogMs = Long.parseLong(args[3]);
+        LockType type = (args.length > 4) ? LockType.valueOf(args[4]) : LockType.REENTRANT;
         ConfigurableApplicationContext context = new SpringApplicationBuilder(LockHolderMain.class)
                 .web(WebApplicationType.NONE)
                 .properties("spring.main.banner-mode=off", "logging.level.root=WARN",
@@ -35,7 +38,7 @@ public class LockHolderMain {
                 .run();
         LockTemplate locks = context.getBean(LockTemplate.class);
         LockOptions options = new LockOptions(Duration.ZERO,
-                (leaseMs > 0) ? Duration.ofMillis(leaseMs) : LockOptions.WATCHDOG, false);
+                (leaseMs > 0) ? Duration.ofMillis(leaseMs) : LockOptions.WATCHDOG, false).withType(type);
         long askedAt = System.currentTimeMillis();
         locks.run(key, options, () -> {
             System.out.println("HOLDING " + askedAt);
