@@ -161,7 +161,7 @@ public class DefaultLockTemplate implements LockTemplate {
         LockContext.Frame[] reentered = new LockContext.Frame[keys.length];
         int missing = 0;
         for (int i = 0; i < keys.length; i++) {
-            reentered[i] = LockContext.reentry(provider, keys[i], options.type());
+            reentered[i] = LockContext.reentry(provider, keys[i], options.type(), options.permits());
             if (reentered[i] == null) {
                 missing++;
             }
@@ -188,7 +188,8 @@ public class DefaultLockTemplate implements LockTemplate {
             for (int i = 0; i < keys.length; i++) {
                 LockHandle handle = (reentered[i] != null) ? reentered[i].handle() : taken.handle(keys[i]);
                 LockType type = (reentered[i] != null) ? reentered[i].type() : options.type();
-                frames[i] = LockContext.enter(provider, keys[i], handle, type);
+                frames[i] = LockContext.enter(provider, keys[i], handle, type,
+                        (reentered[i] != null) ? reentered[i].permits() : options.permits());
             }
             if (taken != null) {
                 // inside the try: whatever happens from here on, the locks are released
@@ -333,7 +334,8 @@ public class DefaultLockTemplate implements LockTemplate {
         try {
             // fencingToken() works in the action's synchronous part; nothing re-enters through these frames later
             for (int i = 0; i < fullKeys.length; i++) {
-                frames[i] = LockContext.enter(provider, fullKeys[i], taken.handle(fullKeys[i]), options.type());
+                frames[i] = LockContext.enter(provider, fullKeys[i], taken.handle(fullKeys[i]), options.type(),
+                        options.permits());
             }
             stage = Objects.requireNonNull(action.get(), "the action returned no stage");
         }
@@ -476,7 +478,7 @@ public class DefaultLockTemplate implements LockTemplate {
         CompletableFuture<LockHandle> acquisition;
         try {
             acquisition = provider.acquire(new LockRequest(key, waitNanos, leaseNanos, options.fenced(), options.type(),
-                    owner));
+                    owner, options.permits()));
         }
         catch (IllegalArgumentException ex) {
             // a key or an option the backend refuses: the caller's mistake, not an outage
@@ -584,7 +586,8 @@ public class DefaultLockTemplate implements LockTemplate {
                 return false;
             }
             for (int i = 0; i < taken.keys().length; i++) {
-                LockContext.defer(template.provider, taken.keys()[i], taken.handles()[i], options.type());
+                LockContext.defer(template.provider, taken.keys()[i], taken.handles()[i], options.type(),
+                        options.permits());
             }
             TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
                 @Override
@@ -942,6 +945,10 @@ public class DefaultLockTemplate implements LockTemplate {
         if (!provider.supports(options.type(), options.fenced())) {
             throw new IllegalArgumentException("The lock backend (" + provider.getClass().getSimpleName() + ") cannot take "
                     + (options.fenced() ? "fenced " : "") + options.type() + " locks");
+        }
+        if (options.permits() > 1 && !provider.supportsPermits()) {
+            throw new IllegalArgumentException("The lock backend (" + provider.getClass().getSimpleName() + ") cannot "
+                    + "take locks with permits (permits = " + options.permits() + ")");
         }
     }
 

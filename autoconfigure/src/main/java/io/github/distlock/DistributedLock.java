@@ -134,6 +134,17 @@ public @interface DistributedLock {
     long holdAtLeast() default 0;
 
     /**
+     * How many callers may hold the key at once. {@code 1} (the default): a lock. More: a semaphore — at most that many
+     * holders of the key at once across all instances, each with its own wait, lease (a dead holder's permit expires
+     * within it, or within {@code distlock.watchdog-timeout} for the watchdog) and the same skip/fallback behaviour as a
+     * lock; e.g. "at most 3 report exports per tenant". {@link LockType#REENTRANT} and unfenced only (startup error
+     * otherwise), and only on a backend that supports permits (Redis). On Redis the semaphore is a key of its own,
+     * {@code <key>:permits}: a lock and a semaphore of the same key do not exclude each other, and a nested call on
+     * this thread re-enters only with the same number of permits.
+     */
+    int permits() default 1;
+
+    /**
      * What this lock is called in metrics, traces ({@code distlock.lock}) and the actuator endpoint: a name with few
      * distinct values, never anything taken from the arguments. Empty (the default): the bean's class and the method,
      * such as {@code OrderService.placeOrder}.

@@ -18,7 +18,7 @@ public final class LockContext {
      * A call running under the lock of {@code handle} for {@code key}, of {@code type}, nested in {@code outer}, taken
      * through the backend {@code scope}: two templates on two backends never re-enter each other's locks.
      */
-    record Frame(Object scope, String key, LockHandle handle, LockType type, Frame outer) {
+    record Frame(Object scope, String key, LockHandle handle, LockType type, int permits, Frame outer) {
     }
 
     private static final ThreadLocal<Frame> FRAMES = new ThreadLocal<>();
@@ -91,8 +91,15 @@ public final class LockContext {
      * @throws IllegalStateException when the key is held for reading and the call wants it exclusively: it would wait
      * for itself until its wait time ran out
      */
-    static Frame reentry(Object scope, String fullKey, LockType type) {
+    static Frame reentry(Object scope, String fullKey, LockType type, int permits) {
         Frame frame = find(scope, fullKey);
+        if (frame != null && frame.permits() != permits) {
+            // a lock and a semaphore of one key are apart (they don't exclude each other), and a permit is not the lock:
+            // re-entering across them would run the nested code beside holders it believes excluded
+            throw new IllegalStateException("Lock '" + fullKey + "' is held with permits = " + frame.permits()
+                    + " by an outer call on this thread; a nested call with permits = " + permits + " would not exclude "
+                    + "what it expects to. Use the same permits in both calls, or different keys.");
+        }
         if (frame != null && !frame.type().exclusive() && type.exclusive()) {
             throw new IllegalStateException("Lock '" + fullKey + "' is held for READ by an outer call on this thread; a "
                     + "nested " + type + " call on it would wait for itself. Take it as " + type + " in the outer call.");
@@ -115,15 +122,15 @@ public final class LockContext {
         return null;
     }
 
-    static Frame enter(Object scope, String fullKey, LockHandle handle, LockType type) {
-        Frame frame = new Frame(scope, fullKey, handle, type, FRAMES.get());
+    static Frame enter(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
+        Frame frame = new Frame(scope, fullKey, handle, type, permits, FRAMES.get());
         FRAMES.set(frame);
         return frame;
     }
 
     /** Keeps {@code fullKey} re-enterable by this thread until {@link #clearDeferred()}: see {@link #DEFERRED}. */
-    static void defer(Object scope, String fullKey, LockHandle handle, LockType type) {
-        DEFERRED.set(new Frame(scope, fullKey, handle, type, DEFERRED.get()));
+    static void defer(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
+        DEFERRED.set(new Frame(scope, fullKey, handle, type, permits, DEFERRED.get()));
     }
 
     /** Ends what {@link #defer} began for these handles (one transaction's; an outer one's stay). */
@@ -136,7 +143,7 @@ public final class LockContext {
         while (!frames.isEmpty()) {
             Frame frame = frames.pop();
             if (!java.util.Arrays.asList(handles).contains(frame.handle())) {
-                kept = new Frame(frame.scope(), frame.key(), frame.handle(), frame.type(), kept);
+                kept = new Frame(frame.scope(), frame.key(), frame.handle(), frame.type(), frame.permits(), kept);
             }
         }
         if (kept != null) {

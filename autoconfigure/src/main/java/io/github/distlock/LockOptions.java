@@ -17,9 +17,11 @@ import java.time.Duration;
  * @param name what the call is called in metrics, traces and the actuator endpoint: a low-cardinality name such as
  * {@code "nightly-report"}, never the key itself (keys are unbounded and may carry personal data); {@code null} for
  * {@value #UNNAMED}. {@link DistributedLock} methods are named after their class and method.
+ * @param permits how many callers may hold the key at once: {@code 1} (the default) is a lock; more is a semaphore
+ * ("at most 3 report exports per tenant"), {@link LockType#REENTRANT} and unfenced only
  */
 public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast,
-        String name) {
+        String name, int permits) {
 
     /** The {@link #name()} of a template call that names none. */
     public static final String UNNAMED = "template";
@@ -53,8 +55,22 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
             throw new IllegalArgumentException("name must not be blank; leave it null for '" + UNNAMED + "'");
         }
         type = (type != null) ? type : LockType.REENTRANT;
+        if (permits < 1) {
+            throw new IllegalArgumentException("permits must be at least 1, was " + permits);
+        }
+        if (permits > 1 && (type != LockType.REENTRANT || fenced)) {
+            // N holders at once have no single order for tokens, and a FAIR/READ/WRITE semaphore is not offered
+            throw new IllegalArgumentException("permits = " + permits + " (a semaphore) cannot be combined with "
+                    + (fenced ? "fenced = true" : "type = " + type) + ": permits are REENTRANT and unfenced only");
+        }
         holdAtLeast = (holdAtLeast != null && !holdAtLeast.isZero()) ? holdAtLeast : null;
         name = (name != null) ? name : UNNAMED;
+    }
+
+    /** Wait, lease, fencing, type, minimum hold and name; one permit (a lock). */
+    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast,
+            String name) {
+        this(waitTime, leaseTime, fenced, type, holdAtLeast, name, 1);
     }
 
     /** Wait, lease, fencing, type and minimum hold; {@linkplain #UNNAMED unnamed}. */
@@ -78,31 +94,39 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
 
     /** These options with another wait time. */
     public LockOptions withWaitTime(Duration waitTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with another lease time ({@link #WATCHDOG} for renewal). */
     public LockOptions withLeaseTime(Duration leaseTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options, fenced. */
     public LockOptions withFencing() {
-        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast, name, permits);
     }
 
     /** These options with another lock type. */
     public LockOptions withType(LockType type) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with another {@link #name()}. */
     public LockOptions withName(String name) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+    }
+
+    /**
+     * These options with {@code permits} holders allowed at once: see {@link #permits()}. On Redis a key with permits is
+     * a semaphore of its own ({@code <key>:permits}), apart from the lock of the same key.
+     */
+    public LockOptions withPermits(int permits) {
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with a minimum hold: see {@link #holdAtLeast()}. */
     public LockOptions withHoldAtLeast(Duration holdAtLeast) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 }

@@ -63,6 +63,19 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
      */
     public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable,
             BiPredicate<LockType, Boolean> supported, String chosenBackend) {
+        this(operations, lockingAvailable, supported, chosenBackend, () -> true);
+    }
+
+    /**
+     * @param operations looked up lazily (see above)
+     * @param lockingAvailable whether a lock backend exists (see above)
+     * @param supported whether the backend can take a lock of a type, fenced or not
+     * @param chosenBackend the value of {@code distlock.backend} (see above)
+     * @param permitsSupported whether the backend can take locks with more than one permit
+     */
+    public DistributedLockMethodValidator(ObjectProvider<LockOperationSource> operations, BooleanSupplier lockingAvailable,
+            BiPredicate<LockType, Boolean> supported, String chosenBackend, BooleanSupplier permitsSupported) {
+        this.permitsSupported = permitsSupported;
         this.operations = operations;
         this.lockingAvailable = lockingAvailable;
         this.supported = supported;
@@ -70,6 +83,8 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
     }
 
     private final String chosenBackend;
+
+    private final BooleanSupplier permitsSupported;
 
     /** The values of {@code distlock.backend}. */
     private static final List<String> KNOWN_BACKENDS = List.of("redis", "jdbc", "zookeeper", "etcd");
@@ -145,6 +160,12 @@ public class DistributedLockMethodValidator implements BeanPostProcessor {
                         ? " (READ locks take no fencing token: readers do not write)." : "."),
                         "Use a lock type the backend supports" + (operation.options().fenced() ? ", or remove fenced = true" : "")
                         + ".", null);
+            }
+            if (operation != null && operation.options().permits() > 1 && !permitsSupported.getAsBoolean()) {
+                throw new DistlockConfigurationException("Invalid @DistributedLock on " + LockOperation.describe(method)
+                        + " in bean '" + beanName + "': permits = " + operation.options().permits() + " asks for a "
+                        + "semaphore, which the lock backend cannot take.", "Use permits = 1, or the Redis backend.",
+                        null);
             }
         }
         checked.add(userClass);

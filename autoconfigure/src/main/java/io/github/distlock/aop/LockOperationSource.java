@@ -103,7 +103,8 @@ public class LockOperationSource {
                             annotation.timeUnit(), defaultWait),
                     time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
                             annotation.timeUnit(), defaultLease),
-                    annotation.fenced(), annotation.type(), holdAtLeast, name(annotation, specific, targetClass));
+                    annotation.fenced(), annotation.type(), holdAtLeast, name(annotation, specific, targetClass),
+                    annotation.permits());
             LockOperation.Shape shape = shape(specific);
             if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
                 throw new LockAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "

@@ -143,6 +143,9 @@ public final class DistlockAutoConfiguration {
                 (type, fenced) -> {
                     LockProvider provider = providers.getIfUnique();
                     return provider == null || provider.supports(type, fenced);
-                }, environment.getProperty("distlock.backend"));
+                }, environment.getProperty("distlock.backend"), () -> {
+                    LockProvider provider = providers.getIfUnique();
+                    return provider == null || provider.supportsPermits();
+                });
     }
 }

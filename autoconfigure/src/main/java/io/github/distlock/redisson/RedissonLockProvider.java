@@ -157,6 +157,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private final LeaseMonitor monitor;
     private final ScheduledExecutorService giveBacks;
     private final HandoffLocks handoffs;
+    private final PermitLocks permits;
 
     /**
      * @param redisson the client the locks live in; its {@code lockWatchdogTimeout} also paces the check that
@@ -173,18 +174,29 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                     + "confirmed is granted anyway, and a failover can lose it or bring back one already released "
                     + "(docs/deployment.md). Leave it on unless you measured why not.");
         }
-        this.giveBacks = Executors.newSingleThreadScheduledExecutor(task -> {
-            Thread thread = new Thread(task, "distlock-give-back");
-            thread.setDaemon(true);
-            return thread;
-        });
+        java.util.concurrent.ScheduledThreadPoolExecutor executor = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+                task -> {
+                    Thread thread = new Thread(task, "distlock-give-back");
+                    thread.setDaemon(true);
+                    return thread;
+                });
+        // deferred claims of short holds are cancelled by the thousand per second: don't keep them queued
+        executor.setRemoveOnCancelPolicy(true);
+        this.giveBacks = executor;
         this.handoffs = new HandoffLocks(this, redisson, clientId, watchdogMillis, giveBacks);
+        this.permits = new PermitLocks(redisson, giveBacks);
     }
 
-    /** Every type: {@code RLock}, {@code RFairLock}, the two halves of {@code RReadWriteLock}; all but READ fenced. */
+    /** Every type: {@code RLock}, the hand-off lock, the two halves of {@code RReadWriteLock}; all but READ fenced. */
     @Override
     public boolean supports(LockType type, boolean fenced) {
         return !fenced || type != LockType.READ;
+    }
+
+    /** Permits: see {@link PermitLocks}. */
+    @Override
+    public boolean supportsPermits() {
+        return true;
     }
 
     private RLock lock(LockType type, String key) {
@@ -225,6 +237,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         long leaseMillis = request.watchdog() ? watchdogMillis : ceilMillis(request.leaseNanos());
         long lease = request.watchdog() ? WATCHDOG : leaseMillis;
         CompletableFuture<LockHandle> result = new CompletableFuture<>();
+        if (request.permits() > 1) {
+            acquirePermit(request, lock, owner, leaseMillis, result);
+            return result;
+        }
         if (request.type() == LockType.FAIR) {
             acquireHandoff(request, lock, owner, leaseMillis, result);
             return result;
@@ -266,7 +282,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 return;
             }
             RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, ownerField(request.type(), owner),
-                    leaseMillis, request.watchdog() ? monitor : null, false);
+                    leaseMillis, request.watchdog() ? monitor : null, RedissonLockHandle.RLOCK);
             completeHandle(request, handle, result);
     }
 
@@ -293,6 +309,39 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     private static long ceilMillis(long nanos) {
         return (nanos + 999_999) / 1_000_000;
+    }
+
+    /** One of {@code request.permits()} permits of the key: see {@link PermitLocks}. */
+    private void acquirePermit(LockRequest request, RLock lock, long owner, long leaseMillis,
+            CompletableFuture<LockHandle> result) {
+        if (request.type() != LockType.REENTRANT || request.fenced()) {
+            throw new IllegalArgumentException("permits = " + request.permits() + " cannot be combined with "
+                    + (request.fenced() ? "fencing" : "type " + request.type()) + ": permits are REENTRANT and unfenced");
+        }
+        String key = request.key();
+        String field = ownerField(LockType.REENTRANT, owner);
+        CompletableFuture<Boolean> taken = permits.acquire(key, field, request.permits(), request.waitNanos(), leaseMillis);
+        result.whenComplete((ignored, failure) -> {
+            if (result.isCancelled()) {
+                taken.cancel(false);
+            }
+        });
+        taken.whenComplete((acquired, failure) -> {
+            if (failure != null) {
+                if (!(failure instanceof java.util.concurrent.CancellationException)) {
+                    // the script may have run after the client gave up on its reply
+                    giveBack(key, () -> permits.release(key, field), leaseMillis);
+                    result.completeExceptionally(unwrap(failure));
+                }
+                return;
+            }
+            if (!acquired) {
+                result.complete(null);
+                return;
+            }
+            complete(result, new RedissonLockHandle(this, lock, owner, field, leaseMillis,
+                    request.watchdog() ? monitor : null, RedissonLockHandle.PERMIT));
+        });
     }
 
     /**
@@ -322,9 +371,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             }
             try {
                 RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, field, leaseMillis,
-                        request.watchdog() ? monitor : null, true);
+                        request.watchdog() ? monitor : null, RedissonLockHandle.HANDOFF);
                 if (grant.claimNeeded()) {
-                    claim(handle, grant.claimBy());
+                    deferClaim(handle, grant.claimBy());
                 }
                 completeHandle(request, handle, result);
             }
@@ -333,6 +382,21 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 result.completeExceptionally(unexpected);
             }
         });
+    }
+
+    /**
+     * Schedules the claim halfway between now and the grant's end: a hot key's holds last microseconds, and a lock
+     * released before then needs no claim (the release cancels it) — one command per hand-off fewer. At least a
+     * quarter of the grant is left for the claim to land: a holder was handed the lock with half the grant left.
+     */
+    private void deferClaim(RedissonLockHandle handle, long claimBy) {
+        long delay = Math.max(0, (claimBy - System.nanoTime()) / 2);
+        try {
+            handle.pendingClaim = giveBacks.schedule(() -> claim(handle, claimBy), delay, TimeUnit.NANOSECONDS);
+        }
+        catch (RuntimeException rejected) {
+            // closed: the lock runs out with its grant, as every lock of a closed provider runs out
+        }
     }
 
     /**
@@ -773,8 +837,13 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         private final long owner;
         private final String ownerField;
         private final long leaseMillis;
+        /** Redisson's {@code RLock} or read/write lock. */
+        static final int RLOCK = 0;
         /** A {@code FAIR} lock of {@link HandoffLocks}: released and renewed by its scripts. */
-        private final boolean handoff;
+        static final int HANDOFF = 1;
+        /** A permit of {@link PermitLocks}. */
+        static final int PERMIT = 2;
+        private final int kind;
         final LeaseMonitor monitor;
         private static final int HELD = 0;
         private static final int RELEASING = 1;
@@ -786,14 +855,16 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
          */
         private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
         private volatile long fencingToken = -1;
+        /** A hand-off lock's claim of its own lease, not yet sent: cancelled by the release. */
+        volatile java.util.concurrent.ScheduledFuture<?> pendingClaim;
         private volatile Consumer<String> lostCallback;
         private volatile String lostReason;
         volatile long confirmedAt;
         volatile boolean checking;
 
         RedissonLockHandle(RedissonLockProvider provider, RLock lock, long owner, String ownerField, long leaseMillis,
-                LeaseMonitor monitor, boolean handoff) {
-            this.handoff = handoff;
+                LeaseMonitor monitor, int kind) {
+            this.kind = kind;
             this.provider = provider;
             this.lock = lock;
             this.owner = owner;
@@ -824,8 +895,11 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
          * asks).
          */
         CompletableFuture<Boolean> confirm() {
-            if (handoff) {
+            if (kind == HANDOFF) {
                 return provider.handoffs.renew(lock.getName(), ownerField, leaseMillis);
+            }
+            if (kind == PERMIT) {
+                return provider.permits.renew(lock.getName(), ownerField, leaseMillis);
             }
             return lock.isHeldByThreadAsync(owner).toCompletableFuture();
         }
@@ -860,6 +934,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 return false;
             }
             try {
+                if (kind == PERMIT) {
+                    return provider.permits.renew(lock.getName(), ownerField, 0).join();
+                }
                 return lock.isHeldByThreadAsync(owner).toCompletableFuture().join();
             }
             catch (CompletionException ex) {
@@ -876,7 +953,22 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
             // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
             // code left the thread interrupted.
-            if (handoff) {
+            if (kind == PERMIT) {
+                String key = lock.getName();
+                return provider.permits.release(key, ownerField).handle((released, failure) -> {
+                    if (failure == null) {
+                        return released;
+                    }
+                    provider.giveBack(key, () -> provider.permits.release(key, ownerField), leaseMillis);
+                    Throwable cause = unwrap(failure);
+                    throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
+                });
+            }
+            if (kind == HANDOFF) {
+                java.util.concurrent.ScheduledFuture<?> claim = pendingClaim;
+                if (claim != null) {
+                    claim.cancel(false);
+                }
                 String key = lock.getName();
                 return provider.handoffs.release(key, ownerField).handle((released, failure) -> {
                     if (failure == null) {

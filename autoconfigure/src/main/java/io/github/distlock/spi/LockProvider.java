@@ -38,6 +38,15 @@ public interface LockProvider {
     }
 
     /**
+     * Whether this backend takes requests with more than one {@linkplain LockRequest#permits() permit} (a semaphore:
+     * at most that many owners at once, each released by its owner, a dead owner's permit expiring within its lease).
+     * Asked at startup for every annotated method with {@code permits > 1}. The default: no.
+     */
+    default boolean supportsPermits() {
+        return false;
+    }
+
+    /**
      * Closes {@code key}: every acquisition of it waiting now, and every one asked for until {@link #reopenKey}, fails
      * at once with {@link io.github.distlock.LockKeyClosedException}; a holder keeps its lock until it releases it.
      * Kept by the backend (all instances see it) until reopened.

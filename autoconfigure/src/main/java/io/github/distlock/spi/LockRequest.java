@@ -13,8 +13,11 @@ import io.github.distlock.LockType;
  * @param fenced whether the handle must carry a fencing token
  * @param type the kind of lock; one the provider {@linkplain LockProvider#supports supports}
  * @param owner who holds the lock once acquired; unique per call
+ * @param permits how many owners may hold the key at once: {@code 1} for a lock, more for a semaphore (asked only of a
+ * provider that {@linkplain LockProvider#supportsPermits supports permits}, REENTRANT and unfenced)
  */
-public record LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockType type, LockOwner owner) {
+public record LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockType type, LockOwner owner,
+        int permits) {
 
     /** Smallest fixed lease a backend is asked for: Redis and most stores count leases in whole milliseconds. */
     public static final long MIN_LEASE_NANOS = 1_000_000;
@@ -30,6 +33,14 @@ public record LockRequest(String key, long waitNanos, long leaseNanos, boolean f
         if (leaseNanos != 0 && leaseNanos < MIN_LEASE_NANOS) {
             throw new IllegalArgumentException("leaseNanos must be 0 (watchdog) or at least 1 ms, was " + leaseNanos);
         }
+        if (permits < 1) {
+            throw new IllegalArgumentException("permits must be at least 1, was " + permits);
+        }
+    }
+
+    /** A lock (one permit). */
+    public LockRequest(String key, long waitNanos, long leaseNanos, boolean fenced, LockType type, LockOwner owner) {
+        this(key, waitNanos, leaseNanos, fenced, type, owner, 1);
     }
 
     /** A {@link LockType#REENTRANT} lock. */

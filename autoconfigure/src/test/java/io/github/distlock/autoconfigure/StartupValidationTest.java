@@ -55,6 +55,15 @@ class StartupValidationTest {
     }
 
     @Test
+    void permitsOutOfRangeOrMixedWithFencingOrAType() {
+        assertStartupFails(NoPermits.class, NoPermits.class.getName() + ".place()", "permits must be at least 1, was 0");
+        assertStartupFails(FencedPermits.class, FencedPermits.class.getName() + ".place()",
+                "permits = 3 (a semaphore) cannot be combined with fenced = true");
+        assertStartupFails(FairPermits.class, FairPermits.class.getName() + ".place()",
+                "permits = 2 (a semaphore) cannot be combined with type = FAIR");
+    }
+
+    @Test
     void negativeTimes() {
         assertStartupFails(NegativeWait.class, NegativeWait.class.getName() + ".place()", "waitTime must be >= 0");
         assertStartupFails(NegativeLease.class, NegativeLease.class.getName() + ".place()", "leaseTime must be >= 0");
@@ -117,6 +126,24 @@ class StartupValidationTest {
     static class UnknownParameter {
         @DistributedLock(key = "'order:' + #userld")
         public void place(String userId) {
+        }
+    }
+
+    static class NoPermits {
+        @DistributedLock(key = "'export:' + #tenant", permits = 0)
+        public void place(String tenant) {
+        }
+    }
+
+    static class FencedPermits {
+        @DistributedLock(key = "'export:' + #tenant", permits = 3, fenced = true)
+        public void place(String tenant) {
+        }
+    }
+
+    static class FairPermits {
+        @DistributedLock(key = "'export:' + #tenant", permits = 2, type = io.github.distlock.LockType.FAIR)
+        public void place(String tenant) {
         }
     }
 

@@ -1,0 +1,155 @@
+package io.github.distlock.redisson;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.api.RScript;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+
+/**
+ * Permits: at most N owners of a key at once (a semaphore), in a sorted set {@code <key>:permits} whose members are the
+ * owner fields and whose scores are their expiry in Redis's own clock (ms). A dead owner's permit expires with its
+ * lease; every script first drops expired members, so nobody waits for a permit that is gone.
+ *
+ * <p>Why not Redisson's {@code RPermitExpirableSemaphore}: it expires permits by the calling client's clock
+ * ({@code System.currentTimeMillis()} sent to its scripts), so a client whose clock runs ahead expires the permits of
+ * live holders early and more than N hold at once; here only Redis's clock counts. And its permit count lives in a key
+ * that never expires; here the set expires with its last permit.
+ *
+ * <p>Waiters poll (5 ms doubling to 50 ms, with jitter, never past the earliest expiry or the end of the wait): permits
+ * are for "at most 3 report exports per tenant", not for hot keys, and polling needs no subscription per key.
+ */
+final class PermitLocks {
+
+    /**
+     * KEYS[1] the set; ARGV[1] owner field, [2] permits, [3] lease ms. Returns {1} acquired, or {0, ms until the
+     * earliest permit expires}.
+     */
+    private static final String ACQUIRE = """
+            redis.replicate_commands()
+            local t = redis.call('time')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+            if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[2]) then
+              local first = redis.call('zrange', KEYS[1], 0, 0, 'withscores')
+              return {0, tonumber(first[2]) - now}
+            end
+            local expiry = now + tonumber(ARGV[3])
+            redis.call('zadd', KEYS[1], string.format('%.0f', expiry), ARGV[1])
+            local last = redis.call('zrange', KEYS[1], -1, -1, 'withscores')
+            redis.call('pexpireat', KEYS[1], string.format('%.0f', tonumber(last[2]) + 1))
+            return {1}
+            """;
+
+    /** KEYS[1] the set; ARGV[1] owner field. Returns 1 when it held a live permit, 0 otherwise. */
+    private static final String RELEASE = """
+            redis.replicate_commands()
+            local t = redis.call('time')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local score = redis.call('zscore', KEYS[1], ARGV[1])
+            redis.call('zrem', KEYS[1], ARGV[1])
+            if score == false or tonumber(score) <= now then
+              return 0
+            end
+            return 1
+            """;
+
+    /** KEYS[1] the set; ARGV[1] owner field, [2] lease ms ('0' only asks). Returns 1 when it holds a live permit. */
+    private static final String RENEW = """
+            redis.replicate_commands()
+            local t = redis.call('time')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local score = redis.call('zscore', KEYS[1], ARGV[1])
+            if score == false or tonumber(score) <= now then
+              return 0
+            end
+            if ARGV[2] ~= '0' then
+              local expiry = now + tonumber(ARGV[2])
+              redis.call('zadd', KEYS[1], string.format('%.0f', expiry), ARGV[1])
+              local last = redis.call('zrange', KEYS[1], -1, -1, 'withscores')
+              redis.call('pexpireat', KEYS[1], string.format('%.0f', tonumber(last[2]) + 1))
+            end
+            return 1
+            """;
+
+    private final RedissonClient redisson;
+    private final ScheduledExecutorService timer;
+
+    PermitLocks(RedissonClient redisson, ScheduledExecutorService timer) {
+        this.redisson = redisson;
+        this.timer = timer;
+    }
+
+    /** The sorted set of the permits of {@code key}. */
+    static String permitsKey(String key) {
+        return key + ":permits";
+    }
+
+    /**
+     * Takes one of {@code permits} permits of {@code key}, waiting up to {@code waitNanos}: completes with true (held
+     * for {@code leaseMillis}), false (all taken for the whole wait), or exceptionally (Redis failed; the script may
+     * have run, so the caller gives back). Cancelling the result stops the polling.
+     */
+    CompletableFuture<Boolean> acquire(String key, String field, int permits, long waitNanos, long leaseMillis) {
+        CompletableFuture<Boolean> result = new CompletableFuture<>();
+        attempt(key, field, permits, System.nanoTime() + waitNanos, leaseMillis, 5, result);
+        return result;
+    }
+
+    private void attempt(String key, String field, int permits, long deadline, long leaseMillis, long backoff,
+            CompletableFuture<Boolean> result) {
+        if (result.isDone()) {
+            return;
+        }
+        String set = permitsKey(key);
+        redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(set, RScript.Mode.READ_WRITE, ACQUIRE,
+                RScript.ReturnType.LIST, List.<Object>of(set), field, String.valueOf(permits), String.valueOf(leaseMillis))
+                .whenComplete((reply, failure) -> {
+                    if (failure != null) {
+                        result.completeExceptionally(failure);
+                        return;
+                    }
+                    if ("1".equals(reply.get(0).toString())) {
+                        if (!result.complete(true)) {
+                            // cancelled while the script ran: not wanted any more
+                            release(key, field);
+                        }
+                        return;
+                    }
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        result.complete(false);
+                        return;
+                    }
+                    long untilExpiry = Math.max(1, Long.parseLong(reply.get(1).toString()));
+                    long delay = Math.min(Math.min(backoff + ThreadLocalRandom.current().nextLong(backoff / 2 + 1),
+                            untilExpiry), TimeUnit.NANOSECONDS.toMillis(left) + 1);
+                    try {
+                        timer.schedule(() -> attempt(key, field, permits, deadline, leaseMillis,
+                                Math.min(50, backoff * 2), result), delay, TimeUnit.MILLISECONDS);
+                    }
+                    catch (RuntimeException rejected) {
+                        result.completeExceptionally(rejected);
+                    }
+                });
+    }
+
+    /** Gives {@code field}'s permit back: true when it held a live one. */
+    CompletableFuture<Boolean> release(String key, String field) {
+        String set = permitsKey(key);
+        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(set, RScript.Mode.READ_WRITE, RELEASE,
+                RScript.ReturnType.LONG, List.<Object>of(set), field).toCompletableFuture().thenApply(held -> held == 1L);
+    }
+
+    /** Whether {@code field} holds a live permit, extending it to {@code leaseMillis} when that is not 0. */
+    CompletableFuture<Boolean> renew(String key, String field, long leaseMillis) {
+        String set = permitsKey(key);
+        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(set, RScript.Mode.READ_WRITE, RENEW,
+                RScript.ReturnType.LONG, List.<Object>of(set), field, String.valueOf(leaseMillis))
+                .toCompletableFuture().thenApply(held -> held == 1L);
+    }
+}
