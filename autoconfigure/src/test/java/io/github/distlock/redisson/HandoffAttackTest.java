@@ -234,6 +234,43 @@ class HandoffAttackTest {
         waiter.cancel(false);
     }
 
+    /**
+     * WRONG ANSWER, AND A LOCK HELD BY NOBODY FOR A GRANT. The holder's release granted the head waiter, whose message
+     * was lost (its subscription was down); then the key was closed (the holder keeps its lock, says CLOSE). The
+     * waiter's next poll runs ACQUIRE, which looks at the closed mark before it looks at the hash that names it: the
+     * waiter is told "closed" and gives nothing back, though it was the holder, and the lock stays its own until the
+     * grant runs out. The answer should be the lock (it was granted before the close), or, if "closed" is the answer, the
+     * grant given back with it.
+     */
+    @Test
+    void aWaiterGrantedBeforeTheKeyClosedIsNotToldClosedWithTheLockLeftInItsName() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ZERO);
+        CompletableFuture<LockHandle> waiter = b.acquire(request);
+        awaitQueued("k", 1);
+        String field = b.clientId() + ":" + request.owner().id();
+        // the release's grant (a 1 s grant lease, as grant() writes it) without its PUBLISH, then the close
+        redis("EVAL", """
+                redis.call('del', KEYS[1])
+                redis.call('lrem', KEYS[2], 0, ARGV[1])
+                redis.call('hdel', KEYS[3], ARGV[1])
+                redis.call('hset', KEYS[1], ARGV[1], 1)
+                redis.call('pexpire', KEYS[1], 1000)
+                return 1""", "3", "k", "distlock_queue:{k}", "distlock_waiters:{k}", field);
+        assertThat(a.closeKey("k", "sold out")).as("waiters told").isZero();
+        await().atMost(Duration.ofSeconds(2)).until(waiter::isDone);
+        LockHandle handle = waiter.handle((granted, failure) -> granted).join();
+        if (handle != null) {
+            assertThat(handle.release()).isTrue();
+        }
+        else {
+            assertThat((Long) redis("HEXISTS", "k", field))
+                    .as("told closed, yet the lock names the waiter for another %s ms", redis("PTTL", "k"))
+                    .isZero();
+        }
+        assertThat(holder.release()).isFalse();
+    }
+
     private static long redisMillis() {
         List<?> time = (List<?>) redis("TIME");
         return Long.parseLong(time.get(0).toString()) * 1000 + Long.parseLong(time.get(1).toString()) / 1000;
