@@ -120,16 +120,17 @@ final class HandoffLocks {
      * {-1, reason} closed.
      */
     private static final String ACQUIRE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+              -- granted by a release whose message has not arrived (or was lost): claim it with the full lease. Before
+              -- the closed mark: a grant made before the close makes this waiter the holder, which keeps its lock
+              redis.call('pexpire', KEYS[1], ARGV[2])
+              redis.call('hdel', KEYS[3], ARGV[1])
+              return {1}
+            end
             local closed = redis.call('get', KEYS[4])
             if closed then
               redis.call('hdel', KEYS[3], ARGV[1])
               return {-1, closed}
-            end
-            if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-              -- granted by a release whose message has not arrived (or was lost): claim it with the full lease
-              redis.call('pexpire', KEYS[1], ARGV[2])
-              redis.call('hdel', KEYS[3], ARGV[1])
-              return {1}
             end
             if redis.call('exists', KEYS[1]) == 0 then
               local now = 0
@@ -333,6 +334,16 @@ final class HandoffLocks {
                 .toCompletableFuture());
     }
 
+    /**
+     * The provider is closing: its timer stops, so polls and last tries would never run. Every waiter is answered now
+     * (and leaves the queue), rather than never.
+     */
+    void shutdown() {
+        for (Waiter waiter : waiting.values()) {
+            waiter.fail(new IllegalStateException("The lock provider was closed while waiting for '" + waiter.key + "'"));
+        }
+    }
+
     /** Waiters of this client queued right now (for tests). */
     int waiting() {
         return waiting.size();
@@ -457,6 +468,12 @@ final class HandoffLocks {
             else if (code == CLOSED) {
                 closed(answer.get(1).toString());
             }
+            else if (done.get()) {
+                // answered meanwhile (grant, close, give-up): a queueing script that ran after a give-up queued a ghost
+                if (gaveUp()) {
+                    leaveQuietly();
+                }
+            }
             else if (!queue || System.nanoTime() - deadline >= 0) {
                 // a last try that failed: the script has taken this waiter out of the queue
                 if (done.compareAndSet(false, true)) {
@@ -523,32 +540,34 @@ final class HandoffLocks {
             }
             cancelPoll();
             waiting.remove(owner);
-            if (ttl >= leaseMillis) {
-                result.complete(Granted.FULL);
-                return;
-            }
             long error = clockError;
             long now = System.nanoTime();
             long grantedLocally = grantedAt * 1_000_000 - clockOffset;
             long elapsed = (error == Long.MAX_VALUE) ? Long.MAX_VALUE : now - grantedLocally + error;
             if (elapsed < TimeUnit.MILLISECONDS.toNanos(ttl) / 2) {
+                if (ttl >= leaseMillis) {
+                    hand(Granted.FULL);
+                    return;
+                }
                 long claimBy = grantedLocally - error + TimeUnit.MILLISECONDS.toNanos(ttl);
-                result.complete(new Granted((claimBy == 0) ? 1 : claimBy));
+                hand(new Granted((claimBy == 0) ? 1 : claimBy));
                 return;
             }
+            // an old grant (a message that sat in a paused JVM), whatever its lease: handed out only once Redis
+            // confirms it is still this waiter's, with the holder's whole lease
             renew(key, field, leaseMillis).whenComplete((held, failure) -> {
                 if (failure != null) {
                     provider.giveBack(key, () -> release(key, field), leaseMillis);
                     result.completeExceptionally(failure);
                 }
                 else if (held) {
-                    result.complete(Granted.FULL);
+                    hand(Granted.FULL);
                 }
                 else {
                     // the grant ran out before this JVM got to it: the next waiter has it (or will); queue again,
                     // unless the caller stopped waiting meanwhile (its give-up found this waiter done, and left it)
-                    done.set(false);
                     waiting.put(owner, this);
+                    done.set(false);
                     if (result.isDone()) {
                         abandon();
                     }
@@ -564,6 +583,9 @@ final class HandoffLocks {
                 cancelPoll();
                 waiting.remove(owner);
                 result.completeExceptionally(new LockKeyClosedException(key, reason));
+                // a close message that arrived after a reopen may find a waiter queued since: take it out (the close
+                // script emptied the queue it saw; this one is newer)
+                leaveQuietly();
             }
         }
 
@@ -571,12 +593,32 @@ final class HandoffLocks {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);
-                result.complete(granted);
+                hand(granted);
+            }
+            else if (gaveUp()) {
+                // a script still on its way took the lock after a give-up, failure, close or deadline: nobody will use it
+                provider.giveBack(key, () -> release(key, field), leaseMillis);
             }
             // else: a grant message completed it first; same ownership
         }
 
-        private void fail(Throwable failure) {
+        /**
+         * Hands the lock to the caller; a caller that stopped waiting meanwhile (cancelled: its give-up found this waiter
+         * done and did nothing) gets nothing, so the lock is given back here.
+         */
+        private void hand(Granted granted) {
+            if (!result.complete(granted)) {
+                provider.giveBack(key, () -> release(key, field), leaseMillis);
+            }
+        }
+
+        /** Whether the caller has its answer and it is not the lock: cancelled, failed, or not acquired. */
+        private boolean gaveUp() {
+            return result.isCancelled() || result.isCompletedExceptionally()
+                    || (result.isDone() && result.getNow(Granted.FULL) == null);
+        }
+
+        void fail(Throwable failure) {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);

@@ -78,6 +78,8 @@ final class PermitLocks {
 
     private final RedissonClient redisson;
     private final ScheduledExecutorService timer;
+    /** Acquisitions still waiting: answered by {@link #shutdown()}, since the timer that polls for them stops. */
+    private final java.util.Set<CompletableFuture<Boolean>> waiting = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     PermitLocks(RedissonClient redisson, ScheduledExecutorService timer) {
         this.redisson = redisson;
@@ -96,8 +98,17 @@ final class PermitLocks {
      */
     CompletableFuture<Boolean> acquire(String key, String field, int permits, long waitNanos, long leaseMillis) {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
+        waiting.add(result);
+        result.whenComplete((ignored, failure) -> waiting.remove(result));
         attempt(key, field, permits, System.nanoTime() + waitNanos, leaseMillis, 5, result);
         return result;
+    }
+
+    /** The provider is closing: every waiting acquisition fails now rather than never. */
+    void shutdown() {
+        for (CompletableFuture<Boolean> result : waiting) {
+            result.completeExceptionally(new IllegalStateException("The lock provider was closed while waiting for a permit"));
+        }
     }
 
     private void attempt(String key, String field, int permits, long deadline, long leaseMillis, long backoff,

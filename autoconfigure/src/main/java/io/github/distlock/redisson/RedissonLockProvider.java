@@ -548,6 +548,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     @Override
     public void close() {
         monitor.close();
+        handoffs.shutdown();
+        permits.shutdown();
         giveBacks.shutdownNow();
         if (announced != null) {
             try {
