@@ -113,6 +113,20 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         return thread;
     }
 
+    /**
+     * Permits ({@code permits > 1}): a semaphore kept apart from the lock of the same key, as on Redis
+     * ({@code <key>:permits}); {@link #isLocked}, {@link #waiting} and {@link #expire} take that key for it.
+     */
+    @Override
+    public boolean supportsPermits() {
+        return true;
+    }
+
+    /** Where a request's state lives: the key, or {@code <key>:permits} for a semaphore. */
+    private static String stateKey(LockRequest request) {
+        return (request.permits() > 1) ? request.key() + ":permits" : request.key();
+    }
+
     /** Every type, fenced or not, except fenced {@link LockType#READ} (readers take no token, as on Redis). */
     @Override
     public boolean supports(LockType type, boolean fenced) {
@@ -123,6 +137,10 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     public CompletableFuture<LockHandle> acquire(LockRequest request) {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("In-memory locks of type READ cannot be fenced: readers take no token");
+        }
+        if (request.permits() > 1 && (request.type() != LockType.REENTRANT || request.fenced())) {
+            throw new IllegalArgumentException("permits = " + request.permits() + " cannot be combined with "
+                    + (request.fenced() ? "fencing" : "type " + request.type()) + ": permits are REENTRANT and unfenced");
         }
         if (closed) {
             return CompletableFuture.failedFuture(new IllegalStateException("InMemoryLockProvider is closed"));
@@ -136,9 +154,9 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
                 return CompletableFuture.failedFuture(new LockKeyClosedException(request.key(), closedFor));
             }
             long now = System.nanoTime();
-            KeyState state = keys.computeIfAbsent(request.key(), KeyState::new);
+            KeyState state = keys.computeIfAbsent(stateKey(request), KeyState::new);
             purgeExpired(state, now, afterwards);
-            if (grantable(state, request.type(), null)) {
+            if (grantable(state, request.type(), request.permits(), null)) {
                 Hold hold = take(state, request, now);
                 afterwards.add(() -> complete(future, hold));
             }
@@ -159,7 +177,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         // a caller that stops waiting leaves the queue now, not when its wait would have run out
         future.whenComplete((handle, failure) -> {
             if (future.isCancelled()) {
-                leaveQueue(request.key(), future);
+                leaveQueue(stateKey(request), future);
             }
         });
         return future;
@@ -218,7 +236,11 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
      * Whether a lock of {@code type} can be granted now: nothing held, or only readers and a reader asks; and, for a
      * {@code FAIR} request, no live {@code FAIR} waiter queued before {@code self} (the request itself when queued).
      */
-    private static boolean grantable(KeyState state, LockType type, Waiter self) {
+    private static boolean grantable(KeyState state, LockType type, int permits, Waiter self) {
+        if (permits > 1) {
+            // a semaphore's state holds only its permits (its own key, as on Redis)
+            return state.holds.size() < permits;
+        }
         boolean compatible = state.holds.isEmpty()
                 || (type == LockType.READ && state.holds.stream().allMatch(hold -> hold.type == LockType.READ));
         if (!compatible || type != LockType.FAIR) {
@@ -260,7 +282,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
                 it.remove();
                 continue;
             }
-            if (grantable(state, waiter.request.type(), waiter)) {
+            if (grantable(state, waiter.request.type(), waiter.request.permits(), waiter)) {
                 it.remove();
                 waiter.timeout.cancel(false);
                 Hold hold = take(state, waiter.request, now);

@@ -32,6 +32,30 @@ class InMemoryLockProviderTest {
                 .join();
     }
 
+    /** permits = 3: three holders, a fourth waits until one releases; the lock of the same key is apart. */
+    @Test
+    void permitsAdmitThatManyHoldersApartFromTheLock() throws Exception {
+        List<LockHandle> holders = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            holders.add(provider.acquire(permit(Duration.ZERO)).join());
+            assertThat(holders.get(i)).as("permit " + i).isNotNull();
+        }
+        assertThat(provider.acquire(permit(Duration.ZERO)).join()).as("a fourth at once").isNull();
+        CompletableFuture<LockHandle> fourth = provider.acquire(permit(Duration.ofSeconds(10)));
+        LockHandle lock = provider.acquire(new LockRequest("k", 0, 0, false, LockOwner.next())).join();
+        assertThat(lock).as("the lock of the same key, while its permits are taken").isNotNull();
+        assertThat(fourth).isNotDone();
+        assertThat(holders.get(0).release()).isTrue();
+        assertThat(fourth.get(5, TimeUnit.SECONDS)).as("the fourth, after a release").isNotNull();
+        assertThatThrownBy(() -> provider.acquire(new LockRequest("k", 0, 0, true, LockType.REENTRANT, LockOwner.next(),
+                3))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("permits = 3 cannot be combined");
+        assertThat(lock.release()).isTrue();
+    }
+
+    private static LockRequest permit(Duration wait) {
+        return new LockRequest("k", wait.toNanos(), 0, false, LockType.REENTRANT, LockOwner.next(), 3);
+    }
+
     @Test
     void aUsersTestSeesItsCodeRunUnderTheLockAndNothingHeldAfterwards() {
         // what a user's test does: the template on the in-memory provider, no Redis

@@ -10,8 +10,8 @@ import org.springframework.expression.BeanResolver;
  * every call, identity {@code toString()}s refused) for other annotations that name a key the same way, such as
  * {@code @Idempotent}.
  *
- * <p>Lives in this package only because the expression class is package-private in {@code distlock-spring-boot}; one
- * grammar and one set of checks for both annotations is worth the bridge. Internal API: not for applications.
+ * <p>One grammar and one set of checks for every annotation of distlock's modules that names a key. Internal API for
+ * those modules: not for applications.
  */
 public final class SharedKeyExpression {
 
