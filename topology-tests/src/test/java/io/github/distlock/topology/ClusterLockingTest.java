@@ -126,6 +126,27 @@ class ClusterLockingTest {
     }
 
     /**
+     * FAIR (the hand-off lock): waiters queued beside each lock on its master, grants published from scripts on every
+     * master to the waiter's client channel (plain PUBLISH reaches a subscriber on any node).
+     */
+    @Test
+    void twoApplicationsExcludeEachOtherWithFairLocksOnKeysOfEveryMaster() throws Throwable {
+        List<String> keys = keysOnEveryMaster("fair:", 4);
+        Apps.cluster(redis.cluster(), WATCHDOG).run(first -> Apps.cluster(redis.cluster(), WATCHDOG).run(second -> {
+            Exclusion.Result result = new Exclusion(view, keys, 60, 1, io.github.distlock.LockType.FAIR)
+                    .run(first, second);
+            System.out.printf("MEASURED cluster exclusion, FAIR: 2 applications x %d threads, %d keys over 3 masters: "
+                    + "%s%n", Exclusion.THREADS, keys.size(), result);
+
+            assertThat(result.failures()).isEmpty();
+            assertThat(result.bodies()).isEqualTo(2L * Exclusion.THREADS * 60);
+            assertThat(result.overlaps()).isZero();
+            assertThat(result.lostUpdates()).isZero();
+            assertThat(result.notOwner()).isZero();
+        }));
+    }
+
+    /**
      * The same two applications and the same logical keys, but each with its own key prefix, so each locks Redis keys
      * the other never sees: no exclusion between them. Shows that {@link Exclusion} does see overlapping bodies and
      * lost updates when they happen, so the zeros above mean something.

@@ -39,6 +39,7 @@ final class Exclusion {
     private final AtomicLong bodies = new AtomicLong();
     private final AtomicLong notOwner = new AtomicLong();
     private final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
+    private final LockOptions options;
 
     Exclusion(RedisView view, List<String> keys, int callsPerThread) {
         this(view, keys, callsPerThread, 1);
@@ -50,6 +51,13 @@ final class Exclusion {
      * than one): calls locking {A, B} and {B, A} must neither overlap nor deadlock
      */
     Exclusion(RedisView view, List<String> keys, int callsPerThread, int maxKeysPerCall) {
+        this(view, keys, callsPerThread, maxKeysPerCall, io.github.distlock.LockType.REENTRANT);
+    }
+
+    /** As above, with locks of {@code type}. */
+    Exclusion(RedisView view, List<String> keys, int callsPerThread, int maxKeysPerCall,
+            io.github.distlock.LockType type) {
+        this.options = LockOptions.waitFor(Duration.ofSeconds(10)).withType(type);
         this.view = view;
         this.keys = keys;
         this.callsPerThread = callsPerThread;
@@ -112,11 +120,11 @@ final class Exclusion {
             }
             try {
                 if (picked.size() == 1) {
-                    locks.run(keys.get(picked.get(0)), LockOptions.waitFor(Duration.ofSeconds(10)),
+                    locks.run(keys.get(picked.get(0)), options,
                             () -> body(locks, clientId, picked));
                 }
                 else {
-                    locks.execute(picked.stream().map(keys::get).toList(), LockOptions.waitFor(Duration.ofSeconds(10)),
+                    locks.execute(picked.stream().map(keys::get).toList(), options,
                             () -> body(locks, clientId, picked));
                 }
             }
