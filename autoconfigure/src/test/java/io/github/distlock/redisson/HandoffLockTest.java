@@ -146,6 +146,27 @@ class HandoffLockTest {
         assertThat(handle.release()).isTrue();
     }
 
+    /**
+     * A waiter granted the lock keeps it as long as it holds it: its claim extends the 1 s grant to the watchdog timeout
+     * (3 s), and the lease monitor renews it after that — checked from Redis for two watchdog timeouts.
+     */
+    @Test
+    void aGrantedHolderKeepsItsLockPastTheGrantAndTheWatchdogTimeout() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ZERO);
+        CompletableFuture<LockHandle> waiter = b.acquire(request);
+        awaitQueued("k", 1);
+        assertThat(holder.release()).isTrue();
+        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
+        String field = b.clientId() + ":" + request.owner().id();
+        await().during(Duration.ofMillis(2 * WATCHDOG_MILLIS)).atMost(Duration.ofMillis(2 * WATCHDOG_MILLIS + 2_000))
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> (Long) redis("HEXISTS", "k", field) == 1L);
+        assertThat(granted.lostWhileHeld()).isFalse();
+        assertThat(granted.stillHeld()).isTrue();
+        assertThat(granted.release()).isTrue();
+    }
+
     /** A grant whose message never arrives (a subscription that was down) is claimed by the waiter's next poll. */
     @Test
     void aGrantWhoseMessageIsLostIsClaimedAtTheNextPoll() throws Exception {

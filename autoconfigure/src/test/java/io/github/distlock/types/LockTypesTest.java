@@ -161,6 +161,18 @@ class LockTypesTest extends RedisIntegrationTest {
                 .hasMessageContaining("cannot take fenced READ locks");
     }
 
+    /** A nested FAIR call re-enters the hand-off lock its outer call holds (asked of Redis), fenced inside unfenced too. */
+    @Test
+    void nestedFairCallsReenterAndAFencedNestedCallGetsAToken() {
+        long token = locks.execute("nf", FAIR, () -> {
+            assertThat(redisCommands.hlen("lock:nf")).isEqualTo(1);
+            return locks.execute("nf", FAIR.withFencing(), () -> locks.execute("nf", FAIR,
+                    () -> LockContext.fencingToken().orElseThrow()));
+        });
+        assertThat(token).isPositive();
+        assertThat(redisCommands.keys("lock:*")).isEmpty();
+    }
+
     @Test
     void nestedCallsAcrossTypes() {
         // READ inside WRITE re-enters: the writer already excludes everyone
