@@ -11,19 +11,11 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
-import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import io.github.distlock.testsupport.RedisServerExtension;
 import io.github.distlock.testsupport.RespClient;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
-import org.redisson.Redisson;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -37,57 +29,12 @@ import static org.awaitility.Awaitility.await;
  * {@code CLIENT PAUSE ... WRITE} sent in the same TCP write as that script, so that the grantee's claim (an EVAL) is
  * held by Redis until the pause ends, whatever the grantee's speed.
  */
-class HandoffAttackTest {
-
-    private static final long WATCHDOG_MILLIS = 3_000;
-
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private final List<RedissonClient> clients = new java.util.ArrayList<>();
-    private final List<RedissonLockProvider> providers = new java.util.ArrayList<>();
-
-    private RedissonLockProvider a;
-    private RedissonLockProvider b;
-    private RedissonLockProvider c;
-
-    @BeforeEach
-    void start() {
-        RespClient.callOnce(redis.port(), "FLUSHALL");
-        a = provider();
-        b = provider();
-        c = provider();
-    }
+class HandoffAttackTest extends HandoffTestBase {
 
     @AfterEach
-    void stop() {
-        // a pause left by a failed test would stall the next one
+    void unpause() {
+        // a pause left by a failed test would stall the next one (runs before the providers stop)
         RespClient.callOnce(redis.port(), "CLIENT", "UNPAUSE");
-        providers.forEach(RedissonLockProvider::close);
-        clients.forEach(RedissonClient::shutdown);
-    }
-
-    private RedissonLockProvider provider() {
-        Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        config.useSingleServer().setAddress(redis.uri()).setTimeout(10_000);
-        RedissonClient client = Redisson.create(config);
-        clients.add(client);
-        RedissonLockProvider provider = new RedissonLockProvider(client);
-        providers.add(provider);
-        return provider;
-    }
-
-    private static LockRequest fair(String key, Duration wait, Duration lease) {
-        return new LockRequest(key, wait.toNanos(), lease.toNanos(), false, LockType.FAIR, LockOwner.next());
-    }
-
-    private static Object redis(String... command) {
-        return RespClient.callOnce(redis.port(), command);
-    }
-
-    private static void awaitQueued(String key, int count) {
-        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
     }
 
     /**

@@ -7,19 +7,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockKeyClosedException;
-import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
-import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import io.github.distlock.testsupport.RedisServerExtension;
-import io.github.distlock.testsupport.RespClient;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
-import org.redisson.Redisson;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -29,64 +19,9 @@ import static org.awaitility.Awaitility.await;
  * The FAIR lock's hand-off (HandoffLocks) on a real redis-server, looked at from Redis itself: who the hash names, the
  * queue and its entries, time to live. Each client is another "instance" (a client id of its own).
  */
-class HandoffLockTest {
+class HandoffLockTest extends HandoffTestBase {
 
     /** Short, so that grants (a third of it) and entry refreshes are quick: 1 s grants, polls every 333 ms. */
-    private static final long WATCHDOG_MILLIS = 3_000;
-
-    private static final long GRANT_MILLIS = WATCHDOG_MILLIS / 3;
-
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private final List<RedissonClient> clients = new java.util.ArrayList<>();
-    private final List<RedissonLockProvider> providers = new java.util.ArrayList<>();
-
-    private RedissonLockProvider a;
-    private RedissonLockProvider b;
-    private RedissonLockProvider c;
-
-    @BeforeEach
-    void start() {
-        RespClient.callOnce(redis.port(), "FLUSHALL");
-        a = provider();
-        b = provider();
-        c = provider();
-    }
-
-    @AfterEach
-    void stop() {
-        providers.forEach(RedissonLockProvider::close);
-        clients.forEach(RedissonClient::shutdown);
-    }
-
-    private RedissonLockProvider provider() {
-        Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        config.useSingleServer().setAddress(redis.uri()).setTimeout(10_000);
-        RedissonClient client = Redisson.create(config);
-        clients.add(client);
-        RedissonLockProvider provider = new RedissonLockProvider(client);
-        providers.add(provider);
-        return provider;
-    }
-
-    private static LockRequest fair(String key, Duration wait, Duration lease) {
-        return new LockRequest(key, wait.toNanos(), lease.toNanos(), false, LockType.FAIR, LockOwner.next());
-    }
-
-    private static Object redis(String... command) {
-        return RespClient.callOnce(redis.port(), command);
-    }
-
-    private static long pttl(String key) {
-        return (Long) redis("PTTL", key);
-    }
-
-    private static void awaitQueued(String key, int count) {
-        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
-    }
-
     @Test
     void anUncontendedLockTouchesNoQueueAndLeavesNothingBehind() {
         LockHandle held = a.acquire(fair("k", Duration.ofSeconds(1), Duration.ZERO)).join();

@@ -1,0 +1,82 @@
+package io.github.distlock.redisson;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import io.github.distlock.testsupport.RedisServerExtension;
+import io.github.distlock.testsupport.RespClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Three providers on a redis-server of the class's own, each with a client of its own (another "instance": a client id
+ * of its own), a watchdog timeout of {@value #WATCHDOG_MILLIS} ms (so 1 s grants, entry refreshes every 333 ms), and
+ * a look at Redis from outside.
+ */
+abstract class HandoffTestBase {
+
+    static final long WATCHDOG_MILLIS = 3_000;
+
+    static final long GRANT_MILLIS = WATCHDOG_MILLIS / 3;
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private final List<RedissonClient> clients = new ArrayList<>();
+    private final List<RedissonLockProvider> providers = new ArrayList<>();
+
+    RedissonLockProvider a;
+    RedissonLockProvider b;
+    RedissonLockProvider c;
+
+    @BeforeEach
+    void startProviders() {
+        RespClient.callOnce(redis.port(), "FLUSHALL");
+        a = provider();
+        b = provider();
+        c = provider();
+    }
+
+    @AfterEach
+    void stopProviders() {
+        providers.forEach(RedissonLockProvider::close);
+        clients.forEach(RedissonClient::shutdown);
+    }
+
+    private RedissonLockProvider provider() {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
+        config.useSingleServer().setAddress(redis.uri()).setTimeout(10_000);
+        RedissonClient client = Redisson.create(config);
+        clients.add(client);
+        RedissonLockProvider provider = new RedissonLockProvider(client);
+        providers.add(provider);
+        return provider;
+    }
+
+    static LockRequest fair(String key, Duration wait, Duration lease) {
+        return new LockRequest(key, wait.toNanos(), lease.toNanos(), false, LockType.FAIR, LockOwner.next());
+    }
+
+    static Object redis(String... command) {
+        return RespClient.callOnce(redis.port(), command);
+    }
+
+    static long pttl(String key) {
+        return (Long) redis("PTTL", key);
+    }
+
+    static void awaitQueued(String key, int count) {
+        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
+    }
+}
