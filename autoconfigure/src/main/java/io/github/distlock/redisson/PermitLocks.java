@@ -11,9 +11,14 @@ import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 
 /**
- * Permits: at most N owners of a key at once (a semaphore), in a sorted set {@code <key>:permits} whose members are the
- * owner fields and whose scores are their expiry in Redis's own clock (ms). A dead owner's permit expires with its
- * lease; every script first drops expired members, so nobody waits for a permit that is gone.
+ * Permits: at most N owners of a key at once (a semaphore), in a sorted set {@code distlock_permits:{<key>}} (its own
+ * namespace: no lock key can be it) whose members are {@code <N>|<owner field>} and whose scores are their expiry in
+ * Redis's own clock (ms). A dead owner's permit expires with its lease; every script first drops expired members, so
+ * nobody waits for a permit that is gone.
+ *
+ * <p>Callers that disagree on N (a rolling deploy that lowers it, two methods sharing a key) never break a holder's
+ * promise: a caller is admitted only while fewer hold than the smallest N among itself and every live holder, so each
+ * holder was admitted under its own N and nobody admitted later exceeds it.
  *
  * <p>Why not Redisson's {@code RPermitExpirableSemaphore}: it expires permits by the calling client's clock
  * ({@code System.currentTimeMillis()} sent to its scripts), so a client whose clock runs ahead expires the permits of
@@ -26,15 +31,23 @@ import org.redisson.client.codec.StringCodec;
 final class PermitLocks {
 
     /**
-     * KEYS[1] the set; ARGV[1] owner field, [2] permits, [3] lease ms. Returns {1} acquired, or {0, ms until the
-     * earliest permit expires}.
+     * KEYS[1] the set; ARGV[1] member ({@code <N>|<owner field>}), [2] permits N, [3] lease ms. Returns {1} acquired,
+     * or {0, ms until the earliest permit expires}.
      */
     private static final String ACQUIRE = """
             redis.replicate_commands()
             local t = redis.call('time')
             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
             redis.call('zremrangebyscore', KEYS[1], '-inf', now)
-            if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[2]) then
+            local holders = redis.call('zrange', KEYS[1], 0, -1)
+            local limit = tonumber(ARGV[2])
+            for _, member in ipairs(holders) do
+              local n = tonumber(string.match(member, '^(%d+)|'))
+              if n and n < limit then
+                limit = n
+              end
+            end
+            if #holders >= limit then
               local first = redis.call('zrange', KEYS[1], 0, 0, 'withscores')
               return {0, tonumber(first[2]) - now}
             end
@@ -45,7 +58,7 @@ final class PermitLocks {
             return {1}
             """;
 
-    /** KEYS[1] the set; ARGV[1] owner field. Returns 1 when it held a live permit, 0 otherwise. */
+    /** KEYS[1] the set; ARGV[1] member. Returns 1 when it held a live permit, 0 otherwise. */
     private static final String RELEASE = """
             redis.replicate_commands()
             local t = redis.call('time')
@@ -58,7 +71,7 @@ final class PermitLocks {
             return 1
             """;
 
-    /** KEYS[1] the set; ARGV[1] owner field, [2] lease ms ('0' only asks). Returns 1 when it holds a live permit. */
+    /** KEYS[1] the set; ARGV[1] member, [2] lease ms ('0' only asks). Returns 1 when it holds a live permit. */
     private static final String RENEW = """
             redis.replicate_commands()
             local t = redis.call('time')
@@ -76,19 +89,26 @@ final class PermitLocks {
             return 1
             """;
 
+    private final RedissonLockProvider provider;
     private final RedissonClient redisson;
     private final ScheduledExecutorService timer;
     /** Acquisitions still waiting: answered by {@link #shutdown()}, since the timer that polls for them stops. */
     private final java.util.Set<CompletableFuture<Boolean>> waiting = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    PermitLocks(RedissonClient redisson, ScheduledExecutorService timer) {
+    PermitLocks(RedissonLockProvider provider, RedissonClient redisson, ScheduledExecutorService timer) {
+        this.provider = provider;
         this.redisson = redisson;
         this.timer = timer;
     }
 
-    /** The sorted set of the permits of {@code key}. */
+    /** The sorted set of the permits of {@code key}, in the key's hash slot. */
     static String permitsKey(String key) {
-        return key + ":permits";
+        return org.redisson.RedissonObject.prefixName("distlock_permits", key);
+    }
+
+    /** A holder's member: the N it was admitted under, and its owner field. */
+    private static String member(int permits, String field) {
+        return permits + "|" + field;
     }
 
     /**
@@ -100,7 +120,7 @@ final class PermitLocks {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         waiting.add(result);
         result.whenComplete((ignored, failure) -> waiting.remove(result));
-        attempt(key, field, permits, System.nanoTime() + waitNanos, leaseMillis, 5, result);
+        attempt(key, member(permits, field), permits, System.nanoTime() + waitNanos, leaseMillis, 5, result);
         return result;
     }
 
@@ -121,13 +141,16 @@ final class PermitLocks {
                 RScript.ReturnType.LIST, List.<Object>of(set), field, String.valueOf(permits), String.valueOf(leaseMillis))
                 .whenComplete((reply, failure) -> {
                     if (failure != null) {
-                        result.completeExceptionally(failure);
+                        if (!result.completeExceptionally(failure)) {
+                            // the caller is gone (cancelled) and the script may have run before its reply was lost
+                            provider.giveBack(key, () -> releaseMember(key, field), leaseMillis);
+                        }
                         return;
                     }
                     if ("1".equals(reply.get(0).toString())) {
                         if (!result.complete(true)) {
                             // cancelled while the script ran: not wanted any more
-                            release(key, field);
+                            provider.giveBack(key, () -> releaseMember(key, field), leaseMillis);
                         }
                         return;
                     }
@@ -149,18 +172,22 @@ final class PermitLocks {
                 });
     }
 
-    /** Gives {@code field}'s permit back: true when it held a live one. */
-    CompletableFuture<Boolean> release(String key, String field) {
+    /** Gives back the permit of {@code field}, taken under {@code permits}: true when it held a live one. */
+    CompletableFuture<Boolean> release(String key, int permits, String field) {
+        return releaseMember(key, member(permits, field));
+    }
+
+    private CompletableFuture<Boolean> releaseMember(String key, String member) {
         String set = permitsKey(key);
         return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(set, RScript.Mode.READ_WRITE, RELEASE,
-                RScript.ReturnType.LONG, List.<Object>of(set), field).toCompletableFuture().thenApply(held -> held == 1L);
+                RScript.ReturnType.LONG, List.<Object>of(set), member).toCompletableFuture().thenApply(held -> held == 1L);
     }
 
     /** Whether {@code field} holds a live permit, extending it to {@code leaseMillis} when that is not 0. */
-    CompletableFuture<Boolean> renew(String key, String field, long leaseMillis) {
+    CompletableFuture<Boolean> renew(String key, int permits, String field, long leaseMillis) {
         String set = permitsKey(key);
         return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(set, RScript.Mode.READ_WRITE, RENEW,
-                RScript.ReturnType.LONG, List.<Object>of(set), field, String.valueOf(leaseMillis))
+                RScript.ReturnType.LONG, List.<Object>of(set), member(permits, field), String.valueOf(leaseMillis))
                 .toCompletableFuture().thenApply(held -> held == 1L);
     }
 }

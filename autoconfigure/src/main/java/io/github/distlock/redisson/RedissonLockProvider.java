@@ -184,7 +184,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         executor.setRemoveOnCancelPolicy(true);
         this.giveBacks = executor;
         this.handoffs = new HandoffLocks(this, redisson, clientId, watchdogMillis, giveBacks);
-        this.permits = new PermitLocks(redisson, giveBacks);
+        this.permits = new PermitLocks(this, redisson, giveBacks);
     }
 
     /** Every type: {@code RLock}, the hand-off lock, the two halves of {@code RReadWriteLock}; all but READ fenced. */
@@ -330,7 +330,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             if (failure != null) {
                 if (!(failure instanceof java.util.concurrent.CancellationException)) {
                     // the script may have run after the client gave up on its reply
-                    giveBack(key, () -> permits.release(key, field), leaseMillis);
+                    giveBack(key, () -> permits.release(key, request.permits(), field), leaseMillis);
                     result.completeExceptionally(unwrap(failure));
                 }
                 return;
@@ -339,8 +339,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 result.complete(null);
                 return;
             }
-            complete(result, new RedissonLockHandle(this, lock, owner, field, leaseMillis,
-                    request.watchdog() ? monitor : null, RedissonLockHandle.PERMIT));
+            RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, field, leaseMillis,
+                    request.watchdog() ? monitor : null, RedissonLockHandle.PERMIT);
+            handle.permits = request.permits();
+            complete(result, handle);
         });
     }
 
@@ -857,6 +859,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
          */
         private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
         private volatile long fencingToken = -1;
+        /** The N a permit was taken under (part of its member in Redis). */
+        volatile int permits = 1;
         /** A hand-off lock's claim of its own lease, not yet sent: cancelled by the release. */
         volatile java.util.concurrent.ScheduledFuture<?> pendingClaim;
         private volatile Consumer<String> lostCallback;
@@ -901,7 +905,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 return provider.handoffs.renew(lock.getName(), ownerField, leaseMillis);
             }
             if (kind == PERMIT) {
-                return provider.permits.renew(lock.getName(), ownerField, leaseMillis);
+                return provider.permits.renew(lock.getName(), permits, ownerField, leaseMillis);
             }
             return lock.isHeldByThreadAsync(owner).toCompletableFuture();
         }
@@ -937,7 +941,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             }
             try {
                 if (kind == PERMIT) {
-                    return provider.permits.renew(lock.getName(), ownerField, 0).join();
+                    return provider.permits.renew(lock.getName(), permits, ownerField, 0).join();
                 }
                 return lock.isHeldByThreadAsync(owner).toCompletableFuture().join();
             }
@@ -957,11 +961,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             // code left the thread interrupted.
             if (kind == PERMIT) {
                 String key = lock.getName();
-                return provider.permits.release(key, ownerField).handle((released, failure) -> {
+                int taken = permits;
+                return provider.permits.release(key, taken, ownerField).handle((released, failure) -> {
                     if (failure == null) {
                         return released;
                     }
-                    provider.giveBack(key, () -> provider.permits.release(key, ownerField), leaseMillis);
+                    provider.giveBack(key, () -> provider.permits.release(key, taken, ownerField), leaseMillis);
                     Throwable cause = unwrap(failure);
                     throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
                 });

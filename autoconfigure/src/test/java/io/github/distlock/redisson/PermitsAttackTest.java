@@ -61,7 +61,7 @@ class PermitsAttackTest {
     }
 
     private long members(String key) {
-        return redisson.getScoredSortedSet(key + ":permits", StringCodec.INSTANCE).size();
+        return redisson.getScoredSortedSet("distlock_permits:{" + key + "}", StringCodec.INSTANCE).size();
     }
 
     /**
@@ -150,11 +150,13 @@ class PermitsAttackTest {
         }
         finally {
             other.release();
-            redisson.getKeys().delete(key + ":permits");
+            redisson.getKeys().delete("distlock_permits:{" + key + "}");
         }
     }
 
     private List<String> permitHolders(String key) {
-        return redisson.<String>getScoredSortedSet(key + ":permits", StringCodec.INSTANCE).readAll().stream().toList();
+        // members are "<N>|<owner field>"
+        return redisson.<String>getScoredSortedSet("distlock_permits:{" + key + "}", StringCodec.INSTANCE).readAll()
+                .stream().map(member -> member.substring(member.indexOf('|') + 1)).toList();
     }
 }

@@ -58,7 +58,7 @@ class PermitsTest extends RedisIntegrationTest {
                         exports.export("tenant-7", () -> {
                             int now = inside.incrementAndGet();
                             most.accumulateAndGet(now, Math::max);
-                            long members = redisCommands.zcard("lock:export:tenant-7:permits");
+                            long members = redisCommands.zcard("distlock_permits:{lock:export:tenant-7}");
                             assertThat(members).as("permits held in Redis").isBetween(1L, 3L);
                             Thread.onSpinWait();
                             inside.decrementAndGet();
@@ -74,22 +74,22 @@ class PermitsTest extends RedisIntegrationTest {
         }
         assertThat(runs.get()).isEqualTo(16 * 15);
         assertThat(most.get()).as("most holders at once").isEqualTo(3);
-        assertThat(redisCommands.exists("lock:export:tenant-7:permits")).as("the set, after the last release").isZero();
+        assertThat(redisCommands.exists("distlock_permits:{lock:export:tenant-7}")).as("the set, after the last release").isZero();
     }
 
     /** Each holder's permit lives with its lease in Redis's clock: the set's members and their scores. */
     @Test
     void aPermitIsAMemberWithItsExpiryAndTheSetExpiresWithTheLastOne() {
         locks.run("report", LockOptions.waitFor(Duration.ZERO).withLeaseTime(Duration.ofSeconds(20)).withPermits(2), () -> {
-            assertThat(redisCommands.zcard("lock:report:permits")).isEqualTo(1);
-            assertThat(redisCommands.pttl("lock:report:permits")).isBetween(18_000L, 20_001L);
+            assertThat(redisCommands.zcard("distlock_permits:{lock:report}")).isEqualTo(1);
+            assertThat(redisCommands.pttl("distlock_permits:{lock:report}")).isBetween(18_000L, 20_001L);
             // a second holder fits, a third does not
             assertThat(locks.tryRun("report", LockOptions.waitFor(Duration.ZERO).withPermits(2), () -> {
                 assertThat(locks.tryRun("report", LockOptions.waitFor(Duration.ZERO).withPermits(2), () -> { }))
                         .as("a third holder (from another thread's point of view: nested calls re-enter)").isTrue();
             })).isTrue();
         });
-        assertThat(redisCommands.exists("lock:report:permits")).isZero();
+        assertThat(redisCommands.exists("distlock_permits:{lock:report}")).isZero();
     }
 
     /**
@@ -114,7 +114,7 @@ class PermitsTest extends RedisIntegrationTest {
             dying.shutdown();
         }
         boolean ran = locks.tryRun("jobs", LockOptions.waitFor(Duration.ofSeconds(10)).withPermits(2), () -> {
-            assertThat(redisCommands.zcard("lock:jobs:permits")).as("the long dead permit and this one").isEqualTo(2);
+            assertThat(redisCommands.zcard("distlock_permits:{lock:jobs}")).as("the long dead permit and this one").isEqualTo(2);
         });
         long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - acquired);
         assertThat(ran).isTrue();
@@ -129,7 +129,7 @@ class PermitsTest extends RedisIntegrationTest {
                 () -> locks.run("mixed", LockOptions.waitFor(Duration.ZERO), () -> { })))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("held with permits = 3 by an outer call on this thread; a nested call with permits = 1");
-        assertThat(redisCommands.exists("lock:mixed:permits", "lock:mixed")).isZero();
+        assertThat(redisCommands.exists("distlock_permits:{lock:mixed}", "lock:mixed")).isZero();
     }
 
     /** Registered by {@code @SpringBootTest(classes = ...)}: a bean with an annotated method, proxied. */

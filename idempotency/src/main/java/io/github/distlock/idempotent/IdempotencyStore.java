@@ -20,6 +20,21 @@ public interface IdempotencyStore {
     /** Stores {@code mark} under {@code key}, replacing any, to expire {@code ttl} from now. */
     void put(String key, String mark, Duration ttl);
 
+    /**
+     * Stores {@code mark} under {@code key} only if no mark is there, to expire {@code ttl} from now; returns whether it
+     * did. What a finished call writes: a caller that lost its lock mid-call (a pause past its lease) and finishes after
+     * the call that ran behind it must not replace that call's mark, or every later duplicate would get an answer the
+     * second caller never saw. The default is not atomic (a get, then a put); stores override it with their own
+     * "set if absent".
+     */
+    default boolean putIfAbsent(String key, String mark, Duration ttl) {
+        if (get(key) != null) {
+            return false;
+        }
+        put(key, mark, ttl);
+        return true;
+    }
+
     /** Deletes the mark under {@code key}; returns whether there was one. */
     boolean delete(String key);
 }

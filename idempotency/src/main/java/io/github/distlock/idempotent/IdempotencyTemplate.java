@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockCallback;
+import io.github.distlock.LockContext;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
 import io.github.distlock.LockTemplate;
@@ -127,6 +128,11 @@ public class IdempotencyTemplate {
             throw new IllegalArgumentException("idempotency key must not be " + (key == null ? "null" : "blank"));
         }
         String markKey = markKey(key);
+        if (LockContext.heldKeys().contains(locks.fullKey(LOCK_NAMESPACE + key))) {
+            // a duplicate from inside the call itself (a retry loop, an in-process callback): the lock would let it in
+            // (re-entry) before any mark exists, and waiting would wait for itself
+            throw new RequestInProgressException(key, Duration.ZERO, null);
+        }
         String fingerprint = fingerprint(options.fingerprint());
         JavaType type = javaType(resultType);
         // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
@@ -194,12 +200,20 @@ public class IdempotencyTemplate {
             throw failure;
         }
         ObjectNode mark = mark(RETURNED, fingerprint);
+        mark.put("type", (type != null) ? type.toCanonical() : "void");
         if (type != null) {
             try {
                 JsonNode value = json.valueToTree(result);
-                // read back now, not when a duplicate comes: a result that can't be replayed is known at once
+                // read back now, not when a duplicate comes: a result that can't be replayed — or that reads back as
+                // something else (a Long in a Number or a Map<String, Object> comes back as an Integer) — is known
+                // at once
                 if (result != null) {
-                    json.treeToValue(value, type);
+                    // through the text, as a duplicate reads it: the tree alone keeps a LongNode that the text loses
+                    Object back = json.treeToValue(json.readTree(json.writeValueAsString(value)), type);
+                    if (!json.valueToTree(back).equals(value) || !sameTypes(result, back)) {
+                        throw new IllegalArgumentException("it reads back as " + back + " ("
+                                + ((back != null) ? back.getClass().getName() : "null") + "), not as what was returned");
+                    }
                 }
                 mark.set("value", (value != null) ? value : json.nullNode());
             }
@@ -212,6 +226,35 @@ public class IdempotencyTemplate {
         }
         store(key, markKey, mark, options.ttl());
         return result;
+    }
+
+    /**
+     * Whether {@code back} has the classes {@code result} has, element by element for lists and map values: JSON keeps
+     * a number's value but not its class, and an {@code equals} on the replay would fail ({@code 7L} vs {@code 7}).
+     */
+    private static boolean sameTypes(Object result, Object back) {
+        if (result == null || back == null) {
+            return result == back;
+        }
+        if (result instanceof Number && result.getClass() != back.getClass()) {
+            return false;
+        }
+        if (result instanceof java.util.Map<?, ?> map && back instanceof java.util.Map<?, ?> other) {
+            for (java.util.Map.Entry<?, ?> entry : map.entrySet()) {
+                if (!sameTypes(entry.getValue(), other.get(entry.getKey()))) {
+                    return false;
+                }
+            }
+        }
+        if (result instanceof java.util.List<?> list && back instanceof java.util.List<?> other
+                && list.size() == other.size()) {
+            for (int i = 0; i < list.size(); i++) {
+                if (!sameTypes(list.get(i), other.get(i))) {
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     private ObjectNode mark(String outcome, String fingerprint) {
@@ -229,7 +272,11 @@ public class IdempotencyTemplate {
      */
     private void store(String key, String markKey, ObjectNode mark, Duration ttl) {
         try {
-            store.put(markKey, json.writeValueAsString(mark), ttl);
+            if (!store.putIfAbsent(markKey, json.writeValueAsString(mark), ttl)) {
+                logger.warn("Idempotent call '" + key + "' finished after another call with the same key had stored "
+                        + "its mark (this call's lock was lost while it ran, say in a pause past the watchdog timeout): "
+                        + "duplicates get the other call's outcome, not this one's");
+            }
         }
         catch (RuntimeException ex) {
             logger.error("Idempotent call '" + key + "' finished but its mark could not be stored; a duplicate will "
@@ -256,6 +303,14 @@ public class IdempotencyTemplate {
             throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed and "
                     + "failed with " + failure + ": " + mark.path("message").asString(""), failure, null);
         }
+        String storedType = mark.path("type").asString("");
+        String wanted = (type != null) ? type.toCanonical() : "void";
+        if (RETURNED.equals(mark.path("outcome").asString("")) && !storedType.isEmpty() && !storedType.equals(wanted)) {
+            // one key used by calls of different kinds: replaying one's result as the other's would make one up
+            throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed by a "
+                    + "call returning " + storedType + "; this one returns " + wanted + ", so its result is not "
+                    + "replayed. Use distinct keys for different operations", null, null);
+        }
         if (mark.hasNonNull("unreplayable")) {
             throw new DuplicateRequestException(key, "A call with idempotency key '" + key + "' was processed, but "
                     + mark.get("unreplayable").asString(), null, null);
@@ -276,14 +331,36 @@ public class IdempotencyTemplate {
         if (request == null) {
             return null;
         }
+        // a tree with object fields sorted: two equal maps whose entries iterate differently are one fingerprint
         byte[] bytes = (request instanceof String text) ? text.getBytes(StandardCharsets.UTF_8)
-                : json.writeValueAsBytes(request);
+                : json.writeValueAsBytes(sorted(json.valueToTree(request)));
         try {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
         }
         catch (NoSuchAlgorithmException ex) {
             throw new IllegalStateException("SHA-256 is missing from this JVM", ex);
         }
+    }
+
+    /** {@code node} with every object's fields in name order (arrays keep their order). */
+    private JsonNode sorted(JsonNode node) {
+        if (node instanceof ObjectNode object) {
+            ObjectNode copy = json.createObjectNode();
+            java.util.List<String> names = new java.util.ArrayList<>(object.propertyNames());
+            java.util.Collections.sort(names);
+            for (String name : names) {
+                copy.set(name, sorted(object.get(name)));
+            }
+            return copy;
+        }
+        if (node instanceof tools.jackson.databind.node.ArrayNode array) {
+            tools.jackson.databind.node.ArrayNode copy = json.createArrayNode();
+            for (JsonNode element : array) {
+                copy.add(sorted(element));
+            }
+            return copy;
+        }
+        return node;
     }
 
     /** Jackson's type for {@code type}, generics resolved as Spring resolved them; {@code null} for no result. */

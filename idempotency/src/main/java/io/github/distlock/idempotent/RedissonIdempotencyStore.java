@@ -27,6 +27,12 @@ public final class RedissonIdempotencyStore implements IdempotencyStore {
         redisson.<String>getBucket(key, StringCodec.INSTANCE).set(mark, ttl);
     }
 
+    /** {@code SET key mark PX ttl NX}. */
+    @Override
+    public boolean putIfAbsent(String key, String mark, Duration ttl) {
+        return redisson.<String>getBucket(key, StringCodec.INSTANCE).setIfAbsent(mark, ttl);
+    }
+
     @Override
     public boolean delete(String key) {
         return redisson.getBucket(key, StringCodec.INSTANCE).delete();

@@ -115,7 +115,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * Permits ({@code permits > 1}): a semaphore kept apart from the lock of the same key, as on Redis
-     * ({@code <key>:permits}); {@link #isLocked}, {@link #waiting} and {@link #expire} take that key for it.
+     * ({@code distlock_permits:{<key>}}); {@link #isLocked}, {@link #waiting} and {@link #expire} take that key for it.
      */
     @Override
     public boolean supportsPermits() {
@@ -124,7 +124,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
 
     /** Where a request's state lives: the key, or {@code <key>:permits} for a semaphore. */
     private static String stateKey(LockRequest request) {
-        return (request.permits() > 1) ? request.key() + ":permits" : request.key();
+        return (request.permits() > 1) ? "distlock_permits:{" + request.key() + "}" : request.key();
     }
 
     /** Every type, fenced or not, except fenced {@link LockType#READ} (readers take no token, as on Redis). */
@@ -238,8 +238,13 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
      */
     private static boolean grantable(KeyState state, LockType type, int permits, Waiter self) {
         if (permits > 1) {
-            // a semaphore's state holds only its permits (its own key, as on Redis)
-            return state.holds.size() < permits;
+            // a semaphore's state holds only its permits (its own key, as on Redis); callers that disagree on N are
+            // held to the smallest N among them and the holders, so no holder's "at most N" is broken
+            int limit = permits;
+            for (Hold hold : state.holds) {
+                limit = Math.min(limit, hold.permits);
+            }
+            return state.holds.size() < limit;
         }
         boolean compatible = state.holds.isEmpty()
                 || (type == LockType.READ && state.holds.stream().allMatch(hold -> hold.type == LockType.READ));
@@ -260,6 +265,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     private Hold take(KeyState state, LockRequest request, long now) {
         long expiresAt = request.watchdog() ? now + NEVER : now + request.leaseNanos();
         Hold hold = new Hold(state.key, request.owner(), request.type(), request.watchdog(), expiresAt);
+        hold.permits = request.permits();
         if (request.fenced()) {
             hold.handle.token = nextToken(state.key);
         }
@@ -547,6 +553,8 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         long expiresAt;
         boolean held = true;
         ScheduledFuture<?> expiry;
+        /** The permits it was admitted under (1 for a lock). */
+        int permits = 1;
 
         Hold(String key, LockOwner owner, LockType type, boolean watchdog, long expiresAt) {
             this.key = key;
