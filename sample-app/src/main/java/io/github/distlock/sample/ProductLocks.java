@@ -155,7 +155,8 @@ public class ProductLocks {
     }
 
     /**
-     * Published when a product sold out and its lock key was closed.
+     * Published when a product sold out and its lock key was closed; on the selling thread, which still holds the
+     * product lock: keep listeners short.
      *
      * @param productId the product
      * @param closingAt when the close was sent (before Redis told the waiters)
