@@ -55,7 +55,9 @@ public class ProductLocks {
     ProductLocks(LockTemplate locks, LockProvider provider, ApplicationEventPublisher events) {
         this.locks = locks;
         this.events = events;
-        this.backend = provider.getClass().getSimpleName();
+        // a backend's provider may be an anonymous class: its simple name is empty
+        String simpleName = provider.getClass().getSimpleName();
+        this.backend = simpleName.isEmpty() ? provider.getClass().getName() : simpleName;
         boolean fair = provider.supports(LockType.FAIR, true);
         LockOptions options = LockOptions.DEFAULTS.withFencing().withType(fair ? LockType.FAIR : LockType.REENTRANT);
         // the names the annotated methods had: metrics and the actuator keep their tags
@@ -150,7 +152,7 @@ public class ProductLocks {
     private void cannotClose(UnsupportedOperationException ex) {
         if (closable.compareAndSet(true, false)) {
             log.info(backend + " cannot close lock keys: buyers queued for a product that sells out wait their turn"
-                    + " and are then told it is out of stock (" + ex.getMessage() + ")");
+                    + " and are then told it is out of stock");
         }
     }
 
