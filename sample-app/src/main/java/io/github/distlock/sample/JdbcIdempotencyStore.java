@@ -6,13 +6,13 @@ import java.time.Duration;
 import java.time.Instant;
 
 import io.github.distlock.idempotent.IdempotencyStore;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.stereotype.Component;
 
 /**
  * The marks of {@code Idempotency-Key} requests in the shop's own database (table {@code idempotency_mark}), for
- * {@code distlock.backend=jdbc}, where there is no Redis to keep them: an example of the {@link IdempotencyStore}
+ * {@code distlock.backend=jdbc} (or {@code zookeeper}, {@code etcd}), where there is no Redis to keep them: an example of the {@link IdempotencyStore}
  * SPI. With Redis, distlock's own store is used instead.
  *
  * <p>A mark is written only by the holder of its key's lock, so the update-else-insert below has no concurrent
@@ -20,7 +20,8 @@ import org.springframework.stereotype.Component;
  * with a periodic job.
  */
 @Component
-@ConditionalOnProperty(name = "distlock.backend", havingValue = "jdbc")
+// every backend but Redis (jdbc, zookeeper, etcd): without Redis, distlock has no store of its own for the marks
+@ConditionalOnExpression("!'${distlock.backend:redis}'.equalsIgnoreCase('redis')")
 public class JdbcIdempotencyStore implements IdempotencyStore {
 
     private final JdbcClient jdbc;

@@ -13,6 +13,12 @@ public class OutOfStockException extends RuntimeException {
         this.available = available;
     }
 
+    /** For the product and the stock seen, refused because of {@code cause} (such as a closed lock key). */
+    public OutOfStockException(long productId, int requested, int available, Throwable cause) {
+        this(productId, requested, available);
+        initCause(cause);
+    }
+
     /** The product. */
     public long getProductId() {
         return productId;

@@ -6,6 +6,7 @@ import java.util.TreeMap;
 
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockBackendException;
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.idempotent.IdempotencyKeyReusedException;
 import io.github.distlock.idempotent.RequestInProgressException;
 import jakarta.validation.ConstraintViolationException;
@@ -55,6 +56,18 @@ public class ProblemDetailsAdvice extends ResponseEntityExceptionHandler {
                 "Another request holds the lock for this operation; it was not performed.");
         problem.setProperty("key", ex.getKey());
         problem.setProperty("waitedMillis", ex.getWaitTime().toMillis());
+        return problem;
+    }
+
+    /**
+     * A lock key closed by the app. The sale's (a sold-out product) never gets here: {@link StockService#sell} answers
+     * it as {@link OutOfStockException}. Any other closed key is a refusal too, not a failure.
+     */
+    @ExceptionHandler(LockKeyClosedException.class)
+    ProblemDetail lockKeyClosed(LockKeyClosedException ex) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "lock-key-closed", "Closed",
+                "The lock for this operation is closed (" + ex.getReason() + "); it was not performed.");
+        problem.setProperty("key", ex.getKey());
         return problem;
     }
 

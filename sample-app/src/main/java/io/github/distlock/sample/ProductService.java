@@ -1,25 +1,25 @@
 package io.github.distlock.sample;
 
 import io.github.distlock.LockContext;
-import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Products: create, look up, restock. Restocking uses the {@link LockTemplate} directly, under the same fenced
- * product lock as {@link StockService#sell}, so a restock never interleaves with a sale.
+ * Products: create, look up, restock. Restocking uses the {@link LockTemplate} directly ({@link ProductLocks}), under
+ * the same fenced product lock as {@link StockService#sell}, so a restock never interleaves with a sale; it reopens
+ * the product's lock key that the sale of the last item closed.
  */
 @Service
 public class ProductService {
 
     private final ShopRepository repository;
-    private final LockTemplate locks;
+    private final ProductLocks productLocks;
     private final TransactionTemplate transaction;
 
-    ProductService(ShopRepository repository, LockTemplate locks, TransactionTemplate transaction) {
+    ProductService(ShopRepository repository, ProductLocks productLocks, TransactionTemplate transaction) {
         this.repository = repository;
-        this.locks = locks;
+        this.productLocks = productLocks;
         this.transaction = transaction;
     }
 
@@ -34,19 +34,22 @@ public class ProductService {
     }
 
     /**
-     * Adds {@code quantity} items. The transaction runs inside the lock, so it commits before the lock is released.
+     * Adds {@code quantity} items, and reopens the product's lock key if it was closed when the product sold out.
+     * The transaction runs inside the lock, so it commits before the lock is released.
      *
      * @throws StaleFencingTokenException when a newer lock holder already wrote the product
      */
     public ProductView restock(long id, int quantity) {
-        String key = "product:" + id;
-        locks.run(key, LockOptions.DEFAULTS.withFencing(), () -> transaction.executeWithoutResult(status -> {
-            Product product = repository.findProduct(id).orElseThrow(() -> new ProductNotFoundException(id));
-            long token = LockContext.fencingToken().orElseThrow();
-            if (!repository.updateStockFenced(id, product.stock() + quantity, token)) {
-                throw new StaleFencingTokenException(id, token);
-            }
-        }));
+        productLocks.restocking(id, () -> {
+            transaction.executeWithoutResult(status -> {
+                Product product = repository.findProduct(id).orElseThrow(() -> new ProductNotFoundException(id));
+                long token = LockContext.fencingToken().orElseThrow();
+                if (!repository.updateStockFenced(id, product.stock() + quantity, token)) {
+                    throw new StaleFencingTokenException(id, token);
+                }
+            });
+            return null;
+        });
         return get(id);
     }
 }

@@ -1,5 +1,6 @@
 package io.github.distlock.sample;
 
+import io.github.distlock.LockType;
 import io.github.distlock.jdbc.JdbcLockProvider;
 import io.github.distlock.spi.LockProvider;
 import org.junit.jupiter.api.Test;
@@ -39,6 +40,18 @@ class JdbcProfileTest {
             assertThat(app.jdbc().sql("SELECT COUNT(*) FROM distlock_lock WHERE lock_key IN (?, ?) AND owner IS NULL")
                     .params("lock:order:7:" + productId, "lock:product:" + productId).query(Long.class).single())
                     .isEqualTo(2);
+
+            // no fair locks in the database: the product lock stays REENTRANT, and the sale of the last items (which
+            // would close the key on Redis) still succeeds; a restock works as before
+            assertThat(app.context().getBean(ProductLocks.class).sellOptions().type()).isEqualTo(LockType.REENTRANT);
+            assertThat(client.placeOrder(app.baseUrl(), "/api/orders", 9, productId, 2).status()).isEqualTo(201);
+            ShopClient.Response soldOut = client.placeOrder(app.baseUrl(), "/api/orders", 10, productId, 1);
+            assertThat(soldOut.status()).isEqualTo(409);
+            assertThat(soldOut.problemType()).isEqualTo("out-of-stock");
+            ShopClient.Response restocked = client.post(app.baseUrl() + "/api/products/" + productId + "/restock",
+                    "{\"quantity\":1}");
+            assertThat(restocked.status()).isEqualTo(200);
+            assertThat(restocked.json().path("stock").asInt()).isEqualTo(1);
         }
     }
 }

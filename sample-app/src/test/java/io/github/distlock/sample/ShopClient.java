@@ -8,6 +8,7 @@ import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.Instant;
 
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -18,8 +19,8 @@ final class ShopClient {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
 
-    /** A response: its status, raw body, parsed JSON body and headers. */
-    record Response(int status, String body, JsonNode json, HttpHeaders headers) {
+    /** A response: its status, raw body, parsed JSON body and headers, and when it was received (before parsing). */
+    record Response(int status, String body, JsonNode json, HttpHeaders headers, Instant receivedAt) {
 
         /** The {@code Location} header, or "" when none. */
         String location() {
@@ -64,9 +65,10 @@ final class ShopClient {
     private Response send(HttpRequest request) {
         try {
             HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
+            Instant receivedAt = Instant.now();
             String body = response.body();
             JsonNode json = body.isBlank() ? JSON.missingNode() : JSON.readTree(body);
-            return new Response(response.statusCode(), body, json, response.headers());
+            return new Response(response.statusCode(), body, json, response.headers(), receivedAt);
         }
         catch (IOException ex) {
             throw new UncheckedIOException(request.method() + " " + request.uri() + " failed", ex);
