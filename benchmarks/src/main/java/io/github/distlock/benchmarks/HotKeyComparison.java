@@ -359,7 +359,7 @@ public final class HotKeyComparison {
     }
 
     /** Redis's command counts and CPU time, and the JVM's CPU time, at one moment. */
-    private record Counters(Map<String, Long> commands, long redisCpuNanos, long clientCpuNanos) {
+    record Counters(Map<String, Long> commands, long redisCpuNanos, long clientCpuNanos) {
 
         static Counters take(int port, long redisPid, long ticksPerSecond) {
             Map<String, Long> commands = new HashMap<>();

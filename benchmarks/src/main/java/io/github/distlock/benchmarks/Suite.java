@@ -29,7 +29,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
 /**
  * Runs every benchmark in one go and writes one Markdown report with the ratios: {@code Suite quick} for a look in a
  * few minutes, {@code Suite full} for the numbers to publish (about 45 minutes on two cores). Optional further
- * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends hotkey}.
+ * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends hotkey
+ * permits}.
  *
  * <p>JMH's own log and JSON results go next to the report in {@code target/results/<mode>-<time>/}.
  */
@@ -49,7 +50,7 @@ public final class Suite {
     public static void main(String[] args) throws Exception {
         boolean full = args.length > 0 && args[0].equals("full");
         Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants",
-                "types", "nested", "cluster", "backends", "hotkey"));
+                "types", "nested", "cluster", "backends", "hotkey", "permits"));
         if (args.length > 1) {
             parts = new LinkedHashSet<>(List.of(args).subList(1, args.length));
         }
@@ -60,6 +61,7 @@ public final class Suite {
             parts.remove("cluster");
             parts.remove("backends");
             parts.remove("hotkey");
+            parts.remove("permits");
         }
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = Path.of("target", "results", (full ? "full-" : "quick-") + stamp);
@@ -81,6 +83,7 @@ public final class Suite {
                     case "cluster" -> suite.cluster();
                     case "backends" -> suite.backends();
                     case "hotkey" -> suite.hotKey();
+                    case "permits" -> suite.permits();
                     default -> throw new IllegalArgumentException("unknown part " + part);
                 }
                 Files.write(dir.resolve("report.md"), buffer.toByteArray());
@@ -386,6 +389,15 @@ public final class Suite {
                         + "previous holder's body end to the next, other, holder's body start.");
         progress("hot key comparison");
         HotKeyComparison.print(HotKeyComparison.run(HotKeyComparison.Settings.of(64, full ? 10 : 4, 2)), report);
+    }
+
+    private void permits() throws Exception {
+        section("Permits: `permits = 3` next to REENTRANT",
+                "LockTemplate, wait up to 30 s, watchdog; 1 and 8 threads on keys of their own, then 16 threads on one "
+                        + "key; a counter and a gauge of the holders inside the body (most at once must not exceed the "
+                        + "permits). The two take turns in slots rotating per round; \"vs REENTRANT\" per round.");
+        progress("permits comparison");
+        PermitsComparison.print(PermitsComparison.run(PermitsComparison.Settings.of(full ? 3 : 1, full ? 3 : 2)), report);
     }
 
     // ---------------------------------------------------------------- plumbing

@@ -1,0 +1,376 @@
+package io.github.distlock.benchmarks;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Collectors;
+
+import io.github.distlock.LockOptions;
+import io.github.distlock.LockTemplate;
+import io.github.distlock.benchmarks.HotKeyComparison.Counters;
+
+/**
+ * What {@code permits = N} costs next to a plain lock, through {@link LockTemplate}, in one run on one
+ * {@code redis-server} and one application: {@link Variant#REENTRANT} against {@link Variant#PERMITS} (at most
+ * {@value #PERMITS} holders of a key, a sorted set {@code <key>:permits} scored by Redis's clock, waiters polling
+ * 5 → 50 ms).
+ *
+ * <p>Two workloads: (a) each thread on a key of its own (no waiting ever), at 1 and at 8 threads — the price of the
+ * scripts themselves; (b) ONE key, 16 threads, wait 30 s — what polling does to a contended key, with REENTRANT on a
+ * key of its own as the reference (one holder at a time, woken over pub/sub). The body of every cycle increments a
+ * counter and a gauge of the threads inside it on that key; the most seen at once must not exceed the variant's
+ * permits (1 for REENTRANT). The gauge is read inside the body, which runs after the acquisition completed and before
+ * the release starts, so it can only under-count the holders Redis sees, never over-count them: a value above the
+ * permits is a broken semaphore.
+ *
+ * <p>Per row: cycles/s and the ratio to REENTRANT of the same workload per round (the two take turns in slots whose
+ * order rotates per round, after one discarded warm-up slot each); acquisition latency (asking → body start) p50/p99;
+ * acquisitions per thread min / max; Redis commands per cycle ({@code INFO commandstats} deltas, commands inside
+ * scripts included) and redis-server / client JVM CPU µs per cycle.
+ */
+public final class PermitsComparison {
+
+    /** Permits of the {@link Variant#PERMITS} variant. */
+    static final int PERMITS = 3;
+
+    /** The locks compared; {@link #REENTRANT} is the reference of the ratios. */
+    enum Variant {
+        REENTRANT("`REENTRANT`", 1),
+        PERMITS("`permits = " + PermitsComparison.PERMITS + "`", PermitsComparison.PERMITS);
+
+        final String label;
+        final int permits;
+
+        Variant(String label, int permits) {
+            this.label = label;
+            this.permits = permits;
+        }
+
+        LockOptions options() {
+            LockOptions options = new LockOptions(Duration.ofMillis(LockCycles.WAIT_MS), LockOptions.WATCHDOG, false);
+            return (permits > 1) ? options.withPermits(permits) : options;
+        }
+
+        /** The distlock key of thread {@code thread} (all threads share key 0 on the hot key). */
+        String key(boolean oneKey, int thread) {
+            return "bench:pc-" + name().toLowerCase(Locale.ROOT) + (oneKey ? "-hot" : "-" + thread);
+        }
+    }
+
+    /** A workload: {@code threads} threads, each on a key of its own or all on one. */
+    record Workload(int threads, boolean oneKey) {
+
+        String label() {
+            return oneKey ? "one key" : "own keys";
+        }
+    }
+
+    /**
+     * What one run does.
+     *
+     * @param rounds rounds of one slot per variant and workload
+     * @param slotMillis length of one slot
+     * @param warmupMillis the discarded warm-up slot per variant and workload
+     * @param workloads the workloads, measured in this order within each round
+     * @param holdMillis how long the body holds the key after the counter and the gauge: 0 (a tiny body) to measure;
+     *        the smoke test holds a few ms so that holders overlap and the gauge can catch a broken semaphore
+     */
+    record Settings(int rounds, long slotMillis, long warmupMillis, List<Workload> workloads, long holdMillis) {
+
+        Settings {
+            if (rounds < 1 || slotMillis < 1 || warmupMillis < 0 || holdMillis < 0) {
+                throw new IllegalArgumentException("rounds and slot length must be positive, warm-up not negative: "
+                        + rounds + ", " + slotMillis + ", " + warmupMillis + "; hold not negative: " + holdMillis);
+            }
+            if (workloads.isEmpty()) {
+                throw new IllegalArgumentException("workloads must not be empty");
+            }
+            workloads = List.copyOf(workloads);
+        }
+
+        /** 1 and 8 threads on own keys, 16 on one key; {@code seconds} per slot, a warm-up of one slot (≤ 2 s). */
+        static Settings of(int seconds, int rounds) {
+            long slot = seconds * 1000L;
+            return new Settings(rounds, slot, Math.min(2_000, slot), List.of(new Workload(1, false),
+                    new Workload(8, false), new Workload(16, true)), 0);
+        }
+    }
+
+    /** One variant's totals on one workload over all measured rounds; times in ns, CPU in µs per cycle. */
+    record Result(Variant variant, Workload workload, long cycles, double cyclesPerSecond, double[] vsReentrantPerRound,
+            double vsReentrant, long acquireP50, long acquireP99, long minPerThread, long maxPerThread,
+            int mostHolders, long bodyRuns, double commandsPerCycle, Map<String, Double> commandsByName,
+            double redisCpuUsPerCycle, double clientCpuUsPerCycle, Map<String, Long> failures) {
+
+        /** Whether the gauge stayed within the variant's permits. */
+        boolean withinPermits() {
+            return mostHolders <= variant.permits;
+        }
+    }
+
+    /** A run's results, workload by workload, REENTRANT first, with the machine's load around it. */
+    record Run(Settings settings, List<Result> results, String loadBefore, String loadAfter) {
+    }
+
+    private static final int MAX_FAILURES_PER_THREAD = 1_000;
+
+    private PermitsComparison() {
+    }
+
+    /**
+     * Usage: {@code PermitsComparison [seconds per slot] [rounds]}; defaults 3 s in 3 rounds: about 1.5 minutes.
+     * Exits with status 1 when a key had more holders at once than its permits.
+     */
+    public static void main(String[] args) throws Exception {
+        int seconds = (args.length > 0) ? Integer.parseInt(args[0]) : 3;
+        int rounds = (args.length > 1) ? Integer.parseInt(args[1]) : 3;
+        Run run = run(Settings.of(seconds, rounds));
+        print(run, System.out);
+        if (run.results().stream().anyMatch(r -> !r.withinPermits())) {
+            System.err.println("More holders at once than permits: see the table");
+            System.exit(1);
+        }
+    }
+
+    /** Starts Redis and the application, measures, and stops both, also when something fails. */
+    static Run run(Settings settings) throws Exception {
+        try (BenchEnvironment env = BenchEnvironment.start(RedissonVariant.DEFAULT)) {
+            return measure(env, settings);
+        }
+    }
+
+    /** Measures on a running environment: warm-up slots, then the rounds. */
+    static Run measure(BenchEnvironment env, Settings settings) throws InterruptedException {
+        String loadBefore = ClusterComparison.loadAverage();
+        long redisPid = env.server().pid();
+        long ticksPerSecond = BackendComparison.Setup.clockTicksPerSecond();
+        Variant[] variants = Variant.values();
+        List<Workload> workloads = settings.workloads();
+        Totals[][] totals = new Totals[workloads.size()][variants.length];
+        for (int w = 0; w < workloads.size(); w++) {
+            for (Variant variant : variants) {
+                totals[w][variant.ordinal()] = new Totals(settings.rounds(), workloads.get(w).threads());
+                if (settings.warmupMillis() > 0) {
+                    slot(env.lockTemplate(), variant, workloads.get(w), settings.warmupMillis(), 0);
+                }
+            }
+        }
+        for (int r = 0; r < settings.rounds(); r++) {
+            progress("round " + (r + 1) + " of " + settings.rounds() + ", load average "
+                    + ClusterComparison.loadAverage());
+            for (int w = 0; w < workloads.size(); w++) {
+                for (int k = 0; k < variants.length; k++) {
+                    // rotate the order so that neither variant always runs first
+                    Variant variant = variants[(r + k) % variants.length];
+                    Counters before = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                    Slot slot = slot(env.lockTemplate(), variant, workloads.get(w), settings.slotMillis(),
+                            settings.holdMillis());
+                    Counters after = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                    totals[w][variant.ordinal()].add(r, slot, before, after);
+                }
+            }
+        }
+        List<Result> results = new ArrayList<>();
+        for (int w = 0; w < workloads.size(); w++) {
+            Totals reference = totals[w][Variant.REENTRANT.ordinal()];
+            for (Variant variant : variants) {
+                Totals t = totals[w][variant.ordinal()];
+                double[] ratios = new double[settings.rounds()];
+                for (int r = 0; r < ratios.length; r++) {
+                    ratios[r] = t.roundRates[r] / reference.roundRates[r];
+                }
+                long cycles = t.acquire.size();
+                Samples acquire = t.acquire.sorted();
+                Map<String, Double> byName = new LinkedHashMap<>();
+                t.commandsByName.entrySet().stream().filter(e -> e.getValue() > 0)
+                        .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
+                        .forEach(e -> byName.put(e.getKey(), e.getValue() / (double) cycles));
+                long commands = t.commandsByName.values().stream().mapToLong(Long::longValue).sum();
+                results.add(new Result(variant, workloads.get(w), cycles, t.rate(), ratios, t.rate() / reference.rate(),
+                        acquire.percentile(50), acquire.percentile(99),
+                        Arrays.stream(t.perThread).min().orElse(0), Arrays.stream(t.perThread).max().orElse(0),
+                        t.mostHolders, t.bodyRuns, commands / (double) cycles, byName,
+                        t.redisCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles, t.failures));
+            }
+        }
+        return new Run(settings, results, loadBefore, ClusterComparison.loadAverage());
+    }
+
+    /** The workload's threads run {@code variant}'s cycle for {@code millis} ms (and finish the call they are in). */
+    private static Slot slot(LockTemplate template, Variant variant, Workload workload, long millis, long holdMillis)
+            throws InterruptedException {
+        int threads = workload.threads();
+        LockOptions options = variant.options();
+        Samples[] acquirePerThread = new Samples[threads];
+        // one gauge per key: threads inside the body on that key right now
+        AtomicInteger[] gauges = new AtomicInteger[workload.oneKey() ? 1 : threads];
+        Arrays.setAll(gauges, i -> new AtomicInteger());
+        AtomicInteger mostHolders = new AtomicInteger();
+        LongAdder bodyRuns = new LongAdder();
+        Map<String, Long> failures = new ConcurrentHashMap<>();
+        AtomicReference<Throwable> fatal = new AtomicReference<>();
+        List<Thread> workers = new ArrayList<>();
+        long start = System.nanoTime();
+        long deadline = start + millis * 1_000_000L;
+        for (int t = 0; t < threads; t++) {
+            Samples acquire = acquirePerThread[t] = new Samples();
+            AtomicInteger gauge = gauges[workload.oneKey() ? 0 : t];
+            String key = variant.key(workload.oneKey(), t);
+            Thread worker = new Thread(() -> {
+                int failed = 0;
+                while (System.nanoTime() < deadline) {
+                    long askedAt = System.nanoTime();
+                    try {
+                        template.execute(key, options, () -> {
+                            acquire.add(System.nanoTime() - askedAt);
+                            int inside = gauge.incrementAndGet();
+                            mostHolders.accumulateAndGet(inside, Math::max);
+                            bodyRuns.increment();
+                            if (holdMillis > 0) {
+                                Thread.sleep(holdMillis);
+                            }
+                            gauge.decrementAndGet();
+                            return null;
+                        });
+                    }
+                    catch (RuntimeException ex) {
+                        // counted and reported, not fatal: a wait that runs out under load is a result too
+                        failures.merge(ex.getClass().getSimpleName() + ": " + ex.getMessage(), 1L, Long::sum);
+                        failed++;
+                    }
+                    catch (Throwable ex) {
+                        fatal.compareAndSet(null, ex);
+                        return;
+                    }
+                    if (failed >= MAX_FAILURES_PER_THREAD) {
+                        return;
+                    }
+                }
+            }, "permits-" + t);
+            workers.add(worker);
+            worker.start();
+        }
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        long elapsed = System.nanoTime() - start;
+        if (fatal.get() != null) {
+            throw new IllegalStateException(variant.label + " on " + workload + " failed", fatal.get());
+        }
+        Samples acquire = new Samples();
+        long[] counts = new long[threads];
+        for (int t = 0; t < threads; t++) {
+            acquire.addAll(acquirePerThread[t]);
+            counts[t] = acquirePerThread[t].size();
+        }
+        return new Slot(acquire, counts, mostHolders.get(), bodyRuns.sum(), elapsed, failures);
+    }
+
+    /** One slot's samples. */
+    private record Slot(Samples acquire, long[] perThread, int mostHolders, long bodyRuns, long elapsedNanos,
+            Map<String, Long> failures) {
+    }
+
+    /** One variant's sums on one workload over the measured rounds. */
+    private static final class Totals {
+
+        final Samples acquire = new Samples();
+        final double[] roundRates;
+        final long[] perThread;
+        int mostHolders;
+        long bodyRuns;
+        long elapsedNanos;
+        final Map<String, Long> commandsByName = new HashMap<>();
+        long redisCpuNanos;
+        long clientCpuNanos;
+        final Map<String, Long> failures = new LinkedHashMap<>();
+
+        Totals(int rounds, int threads) {
+            roundRates = new double[rounds];
+            perThread = new long[threads];
+        }
+
+        void add(int round, Slot slot, Counters before, Counters after) {
+            acquire.addAll(slot.acquire());
+            for (int t = 0; t < perThread.length; t++) {
+                perThread[t] += slot.perThread()[t];
+            }
+            mostHolders = Math.max(mostHolders, slot.mostHolders());
+            bodyRuns += slot.bodyRuns();
+            elapsedNanos += slot.elapsedNanos();
+            roundRates[round] = slot.acquire().size() * 1e9 / slot.elapsedNanos();
+            after.commands().forEach((name, calls) -> commandsByName.merge(name,
+                    calls - before.commands().getOrDefault(name, 0L), Long::sum));
+            redisCpuNanos += after.redisCpuNanos() - before.redisCpuNanos();
+            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
+            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
+        }
+
+        double rate() {
+            return acquire.size() * 1e9 / elapsedNanos;
+        }
+    }
+
+    /** The table, the commands by name, and the checks. */
+    static void print(Run run, PrintStream out) {
+        Settings s = run.settings();
+        out.println();
+        out.printf(Locale.ROOT, "LockTemplate, wait 30 s, watchdog lease; %d round(s) of %.1f s per row, warm-up %.1f s; "
+                        + "body: a counter and a holders gauge%s; load average before: %s, after: %s%n", s.rounds(),
+                s.slotMillis() / 1e3, s.warmupMillis() / 1e3,
+                (s.holdMillis() > 0) ? " and a " + s.holdMillis() + " ms hold" : "", run.loadBefore(), run.loadAfter());
+        out.println();
+        out.println("| lock | keys | threads | cycles/s | vs REENTRANT (per round) | acquire p50 | p99 "
+                + "| per thread min / max | most holders at once | Redis cmds/cycle | top commands/cycle "
+                + "| Redis CPU µs/cycle | client CPU µs/cycle |");
+        out.println("|---|---|---:|---:|---|---:|---:|---|---:|---:|---|---:|---:|");
+        for (Result r : run.results()) {
+            String perRound = Arrays.stream(r.vsReentrantPerRound())
+                    .mapToObj(v -> String.format(Locale.ROOT, "%.2f", v)).collect(Collectors.joining(" "));
+            String top = r.commandsByName().entrySet().stream().limit(4)
+                    .map(e -> String.format(Locale.ROOT, "%s %.1f", e.getKey(), e.getValue()))
+                    .collect(Collectors.joining(", "));
+            out.printf(Locale.ROOT, "| %s | %s | %d | %,.0f | %.2f (%s) | %s | %s | %s | %d of %d | %.1f | %s | %.0f "
+                            + "| %.0f |%n",
+                    r.variant().label, r.workload().label(), r.workload().threads(), r.cyclesPerSecond(),
+                    r.vsReentrant(), perRound, HotKeyComparison.ms(r.acquireP50()), HotKeyComparison.ms(r.acquireP99()),
+                    r.workload().threads() > 1 ? r.minPerThread() + " / " + r.maxPerThread() : "–",
+                    r.mostHolders(), r.variant().permits, r.commandsPerCycle(), top, r.redisCpuUsPerCycle(),
+                    r.clientCpuUsPerCycle());
+        }
+        out.println();
+        out.println("Redis commands per cycle by name (INFO commandstats deltas; commands inside scripts included; "
+                + "≥ 0.01 per cycle):");
+        out.println();
+        out.println("| lock | keys | threads | commands per cycle |");
+        out.println("|---|---|---:|---|");
+        for (Result r : run.results()) {
+            out.printf(Locale.ROOT, "| %s | %s | %d | %s |%n", r.variant().label, r.workload().label(),
+                    r.workload().threads(), r.commandsByName().entrySet().stream().filter(e -> e.getValue() >= 0.005)
+                            .map(e -> String.format(Locale.ROOT, "%s %.2f", e.getKey(), e.getValue()))
+                            .collect(Collectors.joining(", ")));
+        }
+        out.println();
+        out.println("Checks: " + run.results().stream()
+                .map(r -> String.format(Locale.ROOT, "%s, %s, %d threads: most holders %d %s %d, %d body runs for %d "
+                                + "acquisitions, %s", r.variant().label, r.workload().label(), r.workload().threads(),
+                        r.mostHolders(), r.withinPermits() ? "≤" : "> (BROKEN)", r.variant().permits, r.bodyRuns(),
+                        r.cycles(), r.failures().isEmpty() ? "0 failed calls" : "failed calls " + r.failures()))
+                .collect(Collectors.joining("; ")));
+    }
+
+    private static void progress(String what) {
+        System.err.printf(Locale.ROOT, "[%tT] permits comparison: %s%n", System.currentTimeMillis(), what);
+    }
+}
