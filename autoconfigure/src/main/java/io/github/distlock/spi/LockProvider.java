@@ -57,7 +57,7 @@ public interface LockProvider {
      * @throws UnsupportedOperationException when the backend cannot close keys
      */
     default long closeKey(String key, String reason) {
-        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot close lock keys");
+        throw new UnsupportedOperationException(describe(this) + " cannot close lock keys");
     }
 
     /**
@@ -66,6 +66,12 @@ public interface LockProvider {
      * @throws UnsupportedOperationException when the backend cannot close keys
      */
     default void reopenKey(String key) {
-        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot close lock keys");
+        throw new UnsupportedOperationException(describe(this) + " cannot close lock keys");
+    }
+
+    /** A provider's class name for messages: the simple name, or the full one for an anonymous class. */
+    private static String describe(LockProvider provider) {
+        String simple = provider.getClass().getSimpleName();
+        return simple.isEmpty() ? provider.getClass().getName() : simple;
     }
 }
