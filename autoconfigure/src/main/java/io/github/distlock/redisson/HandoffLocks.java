@@ -221,6 +221,11 @@ final class HandoffLocks {
             """;
 
     private final RedissonClient redisson;
+    /**
+     * Redisson's command executor when scripts must be confirmed by the replicas before they count (replicated Redis
+     * with {@code checkLockSyncedSlaves}, as Redisson's own locks are); {@code null} otherwise.
+     */
+    private final org.redisson.command.CommandAsyncExecutor synced;
     private final String clientId;
     private final ScheduledExecutorService timer;
     private final RedissonLockProvider provider;
@@ -230,11 +235,58 @@ final class HandoffLocks {
     HandoffLocks(RedissonLockProvider provider, RedissonClient redisson, String clientId, long watchdogMillis,
             ScheduledExecutorService timer) {
         this.entryTtlMillis = Math.max(100, Math.min(5_000, watchdogMillis / 3));
+        this.synced = syncedExecutor(redisson);
         this.grantMillis = entryTtlMillis;
         this.provider = provider;
         this.redisson = redisson;
         this.clientId = clientId;
         this.timer = timer;
+    }
+
+    /**
+     * On a replicated Redis with {@code checkLockSyncedSlaves} (the default), Redisson's locks run their scripts
+     * "synced": a {@code WAIT} for the replicas before the reply counts, so that a failover cannot lose a lock its holder
+     * was told it has. The hand-off lock's scripts do the same, through the same (internal) Redisson call; and a grant
+     * reaches its grantee by a message published before that {@code WAIT}, so there a grantee confirms its grant with a
+     * synced script before it takes it. Internal API: when it cannot be reached, plain scripts (logged).
+     */
+    private static org.redisson.command.CommandAsyncExecutor syncedExecutor(RedissonClient redisson) {
+        org.redisson.config.Config config = redisson.getConfig();
+        // cluster, sentinel, master/slave, replicated: every configuration that knows of replicas
+        if (config.isSingleConfig() || !config.isCheckLockSyncedSlaves()) {
+            return null;
+        }
+        try {
+            if (redisson instanceof org.redisson.Redisson client) {
+                return client.getCommandExecutor();
+            }
+        }
+        catch (RuntimeException | LinkageError ex) {
+            logger.warn("Could not reach Redisson's synced script call: FAIR locks on this replicated Redis are not "
+                    + "confirmed by the replicas (a failover may lose one)", ex);
+        }
+        return null;
+    }
+
+    /** Runs {@code script}: synced on a replicated Redis (see {@link #syncedExecutor}), else a plain cached script. */
+    private <T> CompletableFuture<T> eval(String key, String script, RScript.ReturnType type, List<Object> keys,
+            Object... args) {
+        if (synced != null) {
+            org.redisson.client.protocol.RedisCommand<?> command = (type == RScript.ReturnType.LIST)
+                    ? org.redisson.client.protocol.RedisCommands.EVAL_LIST
+                    : org.redisson.client.protocol.RedisCommands.EVAL_LONG;
+            @SuppressWarnings("unchecked")
+            org.redisson.client.protocol.RedisCommand<T> typed = (org.redisson.client.protocol.RedisCommand<T>) command;
+            return synced.<T>syncedEvalNoRetry(key, StringCodec.INSTANCE, typed, script, keys, args)
+                    .toCompletableFuture();
+        }
+        return redisson.getScript(StringCodec.INSTANCE).<T>evalAsync(key, RScript.Mode.READ_WRITE, script, type, keys,
+                args).toCompletableFuture();
+    }
+
+    /** Whether grants must be confirmed by a synced script before they are handed out. */
+    boolean synced() {
+        return synced != null;
     }
 
     static String queueKey(String key) {
@@ -303,30 +355,26 @@ final class HandoffLocks {
 
     /** Releases {@code field}'s lock and hands it on; or, when not held, takes {@code field} out of the queue. */
     CompletableFuture<Boolean> release(String key, String field) {
-        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, RELEASE,
-                RScript.ReturnType.LONG, keys(key), field, String.valueOf(grantMillis), CHANNEL_PREFIX, key)
-                .toCompletableFuture().thenApply(released -> released == 1L);
+        return this.<Long>eval(key, RELEASE, RScript.ReturnType.LONG, keys(key), field, String.valueOf(grantMillis),
+                CHANNEL_PREFIX, key).thenApply(released -> released == 1L);
     }
 
     /** Extends {@code field}'s lock to {@code leaseMillis} if it still holds it. */
     CompletableFuture<Boolean> renew(String key, String field, long leaseMillis) {
-        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, RENEW,
-                RScript.ReturnType.LONG, List.<Object>of(key), field, String.valueOf(leaseMillis))
-                .toCompletableFuture().thenApply(held -> held == 1L);
+        return this.<Long>eval(key, RENEW, RScript.ReturnType.LONG, List.<Object>of(key), field,
+                String.valueOf(leaseMillis)).thenApply(held -> held == 1L);
     }
 
     /** After an operator deleted the lock: the next waiter gets it now rather than at its next poll. */
     CompletableFuture<Void> handOffIfFree(String key) {
-        return redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key, RScript.Mode.READ_WRITE, HAND_OFF_IF_FREE,
-                RScript.ReturnType.LONG, keys(key), String.valueOf(grantMillis), CHANNEL_PREFIX, key)
-                .toCompletableFuture().thenApply(ignored -> null);
+        return this.<Long>eval(key, HAND_OFF_IF_FREE, RScript.ReturnType.LONG, keys(key), String.valueOf(grantMillis),
+                CHANNEL_PREFIX, key).thenApply(ignored -> null);
     }
 
     /** Closes {@code key}; returns how many queued waiters were told. */
     long close(String key, String reason) {
-        return RedissonLockProvider.join(redisson.getScript(StringCodec.INSTANCE).<Long>evalAsync(key,
-                RScript.Mode.READ_WRITE, CLOSE, RScript.ReturnType.LONG, keys(key), reason, CHANNEL_PREFIX, key)
-                .toCompletableFuture());
+        return RedissonLockProvider.join(this.<Long>eval(key, CLOSE, RScript.ReturnType.LONG, keys(key), reason,
+                CHANNEL_PREFIX, key));
     }
 
     void reopen(String key) {
@@ -436,10 +484,9 @@ final class HandoffLocks {
             long sent = System.nanoTime();
             CompletableFuture<List<Object>> reply;
             try {
-                reply = redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(key, RScript.Mode.READ_WRITE,
-                        ACQUIRE, RScript.ReturnType.LIST, keys(key), field, String.valueOf(leaseMillis),
-                        queue ? "1" : "0", String.valueOf(entryTtlMillis), String.valueOf(grantMillis),
-                        CHANNEL_PREFIX, key).toCompletableFuture();
+                reply = HandoffLocks.this.<List<Object>>eval(key, ACQUIRE, RScript.ReturnType.LIST, keys(key), field,
+                        String.valueOf(leaseMillis), queue ? "1" : "0", String.valueOf(entryTtlMillis),
+                        String.valueOf(grantMillis), CHANNEL_PREFIX, key);
             }
             catch (RuntimeException ex) {
                 fail(ex);
@@ -544,7 +591,8 @@ final class HandoffLocks {
             long now = System.nanoTime();
             long grantedLocally = grantedAt * 1_000_000 - clockOffset;
             long elapsed = (error == Long.MAX_VALUE) ? Long.MAX_VALUE : now - grantedLocally + error;
-            if (elapsed < TimeUnit.MILLISECONDS.toNanos(ttl) / 2) {
+            // on a replicated Redis the grant was published before the releaser's WAIT: confirm it, synced, first
+            if (synced == null && elapsed < TimeUnit.MILLISECONDS.toNanos(ttl) / 2) {
                 if (ttl >= leaseMillis) {
                     hand(Granted.FULL);
                     return;
