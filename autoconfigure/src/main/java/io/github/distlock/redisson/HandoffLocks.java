@@ -222,8 +222,8 @@ final class HandoffLocks {
 
     private final RedissonClient redisson;
     /**
-     * Redisson's command executor when scripts must be confirmed by the replicas before they count (replicated Redis
-     * with {@code checkLockSyncedSlaves}, as Redisson's own locks are); {@code null} otherwise.
+     * Redisson's command executor when scripts must be confirmed by the replicas before they count (replicated Redis,
+     * as Redisson's own locks are); {@code null} on a single server.
      */
     private final org.redisson.command.CommandAsyncExecutor synced;
     private final String clientId;
@@ -244,16 +244,17 @@ final class HandoffLocks {
     }
 
     /**
-     * On a replicated Redis with {@code checkLockSyncedSlaves} (the default), Redisson's locks run their scripts
-     * "synced": a {@code WAIT} for the replicas before the reply counts, so that a failover cannot lose a lock its holder
+     * On a replicated Redis, Redisson's locks run their scripts "synced": a {@code WAIT} for the replicas before the
+     * reply counts (and, with {@code checkLockSyncedSlaves}, the default, a failure when none confirmed), so that a failover cannot lose a lock its holder
      * was told it has. The hand-off lock's scripts do the same, through the same (internal) Redisson call; and a grant
      * reaches its grantee by a message published before that {@code WAIT}, so there a grantee confirms its grant with a
      * synced script before it takes it. Internal API: when it cannot be reached, plain scripts (logged).
      */
     private static org.redisson.command.CommandAsyncExecutor syncedExecutor(RedissonClient redisson) {
         org.redisson.config.Config config = redisson.getConfig();
-        // cluster, sentinel, master/slave, replicated: every configuration that knows of replicas
-        if (config.isSingleConfig() || !config.isCheckLockSyncedSlaves()) {
+        // cluster, sentinel, master/slave, replicated: every configuration that knows of replicas. Whatever
+        // checkLockSyncedSlaves says, as for Redisson's locks: it only decides whether a WAIT nobody confirmed fails
+        if (config.isSingleConfig()) {
             return null;
         }
         try {
