@@ -47,6 +47,26 @@ public class JdbcIdempotencyStore implements IdempotencyStore {
         }
     }
 
+    /**
+     * Writes the mark only where no live one is: an expired row is taken over by a conditional update, a missing one by
+     * an insert whose duplicate-key failure means "another call wrote it first". Portable SQL (H2, PostgreSQL).
+     */
+    @Override
+    public boolean putIfAbsent(String key, String mark, Duration ttl) {
+        Timestamp expires = Timestamp.from(clock.instant().plus(ttl));
+        if (jdbc.sql("UPDATE idempotency_mark SET mark = ?, expires_at = ? WHERE mark_key = ? AND expires_at <= ?")
+                .params(mark, expires, key, now()).update() == 1) {
+            return true;
+        }
+        try {
+            return jdbc.sql("INSERT INTO idempotency_mark (mark_key, mark, expires_at) VALUES (?, ?, ?)")
+                    .params(key, mark, expires).update() == 1;
+        }
+        catch (org.springframework.dao.DuplicateKeyException live) {
+            return false;
+        }
+    }
+
     @Override
     public boolean delete(String key) {
         return jdbc.sql("DELETE FROM idempotency_mark WHERE mark_key = ? AND expires_at > ?").params(key, now())
