@@ -693,6 +693,60 @@ public abstract class LockProviderContractTest {
         assertThat(again.release()).isTrue();
     }
 
+    /**
+     * {@code permits = 3}: three owners at once and never a fourth (a fuzz of 8 threads, each holding a moment), a
+     * released permit goes to a waiter, and the lock of the same key is apart. Skipped for a provider without permits.
+     */
+    @Test
+    protected void permitsAdmitThatManyOwnersAndNeverMore() throws Exception {
+        assumeTrue(provider.supportsPermits(), "the provider takes no permits");
+        String key = key("k");
+        List<LockHandle> three = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            three.add(acquire(permits(key, Duration.ZERO, 3)));
+            assertThat(three.get(i)).as("permit %d of 3", i).isNotNull();
+        }
+        assertThat(acquire(permits(key, Duration.ZERO, 3))).as("a fourth at once").isNull();
+        LockHandle lock = hold(key, LockType.REENTRANT);
+        CompletableFuture<LockHandle> fourth = acquireAsync(permits(key, Duration.ofSeconds(30), 3));
+        assertThat(three.get(0).release()).isTrue();
+        LockHandle got = fourth.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(got).as("the fourth, once a permit was released").isNotNull();
+        for (LockHandle handle : List.of(three.get(1), three.get(2), got, lock)) {
+            assertThat(handle.release()).isTrue();
+        }
+        java.util.concurrent.atomic.AtomicInteger inside = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger most = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+        try {
+            List<java.util.concurrent.Future<?>> threads = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                threads.add(pool.submit(() -> {
+                    for (int i = 0; i < fuzzIterationsPerThread(); i++) {
+                        LockHandle handle = acquire(permits(key, Duration.ofSeconds(30), 3));
+                        assertThat(handle).isNotNull();
+                        most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                        await().pollDelay(Duration.ofMillis(2)).until(() -> true);
+                        inside.decrementAndGet();
+                        assertThat(handle.release()).isTrue();
+                    }
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> thread : threads) {
+                thread.get(slack().multipliedBy(6).toMillis(), TimeUnit.MILLISECONDS);
+            }
+        }
+        finally {
+            pool.shutdownNow();
+        }
+        assertThat(most.get()).as("most owners at once").isBetween(2, 3);
+    }
+
+    private static LockRequest permits(String key, Duration wait, int permits) {
+        return new LockRequest(key, wait.toNanos(), 0, false, LockType.REENTRANT, LockOwner.next(), permits);
+    }
+
     /** READ locks share; a WRITE lock waits for every reader and then excludes readers and writers. */
     @Test
     protected void readersShareWritersExcludeAndAWaitingWriterGetsIn() throws Exception {
