@@ -10,8 +10,6 @@ import java.net.InetAddress;
 import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -28,12 +26,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -136,8 +131,6 @@ public final class BackendComparison {
             long overlaps, Map<String, Long> failures) {
     }
 
-    private static final int MAX_FAILURES_PER_THREAD = 1_000;
-
     private BackendComparison() {
     }
 
@@ -151,10 +144,10 @@ public final class BackendComparison {
         int rounds = (args.length > 0) ? Integer.parseInt(args[0]) : 4;
         int seconds = (args.length > 1) ? Integer.parseInt(args[1]) : 4;
         Set<Backend> backends = (args.length > 2) ? parseBackends(args[2]) : DEFAULT_BACKENDS;
-        System.out.println("load average at start: " + ClusterComparison.loadAverage());
+        System.out.println("load average at start: " + Counters.loadAverage());
         print(run(backends, rounds, seconds * 1000L), System.out);
         System.out.println();
-        System.out.println("load average at the end: " + ClusterComparison.loadAverage());
+        System.out.println("load average at the end: " + Counters.loadAverage());
     }
 
     /** A run's results, and the locks still held in each store after its last slot (all 0 unless a release failed). */
@@ -201,54 +194,47 @@ public final class BackendComparison {
             throws InterruptedException {
         Workload[] workloads = Workload.values();
         int b = setup.targets.size();
-        Totals[][] totals = new Totals[workloads.length][b];
+        Totals.WithHandoffs[][] totals = new Totals.WithHandoffs[workloads.length][b];
         for (Workload workload : workloads) {
             for (int i = 0; i < b; i++) {
-                totals[workload.ordinal()][i] = new Totals(rounds, workload.threads);
+                totals[workload.ordinal()][i] = new Totals.WithHandoffs(rounds, workload.threads);
                 slot(setup.targets.get(i), workload, warmupMillis);
             }
         }
         for (int r = 0; r < rounds; r++) {
-            progress("round " + (r + 1) + " of " + rounds + ", load average " + ClusterComparison.loadAverage());
+            progress("round " + (r + 1) + " of " + rounds + ", load average " + Counters.loadAverage());
             for (Workload workload : workloads) {
                 for (int k = 0; k < b; k++) {
                     // rotate the order so that no backend always runs first (after the previous workload) or last
                     int i = (r + k) % b;
                     Target target = setup.targets.get(i);
-                    Counters before = Counters.take(setup, target);
+                    Counters before = counters(setup, target);
                     Slot slot = slot(target, workload, slotMillis);
-                    Counters after = Counters.take(setup, target);
-                    totals[workload.ordinal()][i].add(r, slot, before, after);
+                    Counters after = counters(setup, target);
+                    Totals.WithHandoffs t = totals[workload.ordinal()][i];
+                    t.add(r, slot.cycles(), slot.outcome(), before, after);
+                    t.addHandoffs(slot.handoffs(), slot.selfRegrabs(), slot.overlaps());
                 }
             }
         }
         List<Result> results = new ArrayList<>();
         for (Workload workload : workloads) {
             // Setup puts Redis first
-            Totals redis = totals[workload.ordinal()][0];
+            Totals.WithHandoffs redis = totals[workload.ordinal()][0];
             double redisP50 = redis.samples.sorted().percentile(50);
             for (int i = 0; i < b; i++) {
-                Totals t = totals[workload.ordinal()][i];
-                double[] ratios = new double[rounds];
-                for (int r = 0; r < rounds; r++) {
-                    ratios[r] = t.roundRates[r] / redis.roundRates[r];
-                }
+                Totals.WithHandoffs t = totals[workload.ordinal()][i];
                 Samples sorted = t.samples.sorted();
                 Samples handoffs = t.handoffs.sorted();
-                long cycles = t.samples.size();
-                Map<String, Double> byName = new TreeMap<>();
-                t.opsByName.forEach((name, calls) -> {
-                    if (calls > 0) {
-                        byName.put(name, calls / (double) cycles);
-                    }
-                });
+                long cycles = t.cycles();
                 results.add(new Result(workload, setup.targets.get(i).backend, cycles, t.rate(),
                         sorted.percentile(50) / 1e3, sorted.percentile(99) / 1e3, sorted.percentile(100) / 1e3,
-                        Arrays.stream(t.perThread).min().orElse(0), Arrays.stream(t.perThread).max().orElse(0),
+                        t.minPerThread(), t.maxPerThread(),
                         workload.hot ? t.selfRegrabs / (double) cycles : Double.NaN, handoffs.size(),
                         workload.hot ? handoffs.percentile(50) / 1e3 : Double.NaN,
-                        workload.hot ? handoffs.percentile(99) / 1e3 : Double.NaN, ratios, t.rate() / redis.rate(),
-                        sorted.percentile(50) / redisP50, t.ops / (double) cycles, byName,
+                        workload.hot ? handoffs.percentile(99) / 1e3 : Double.NaN, t.ratesPerRoundTo(redis),
+                        t.rate() / redis.rate(), sorted.percentile(50) / redisP50, t.ops / (double) cycles,
+                        t.opsPerCycleByName(),
                         t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles, t.overlaps, t.failures));
             }
         }
@@ -268,12 +254,7 @@ public final class BackendComparison {
         AtomicInteger lastHolder = new AtomicInteger(-1);
         // when the hot key's last holder finished its body, i.e. started releasing (the proxy releases right after)
         AtomicLong releaseStartedAt = new AtomicLong();
-        Map<String, Long> failures = new ConcurrentHashMap<>();
-        AtomicReference<Throwable> fatal = new AtomicReference<>();
-        List<Thread> workers = new ArrayList<>();
-        long start = System.nanoTime();
-        long deadline = start + millis * 1_000_000L;
-        for (int t = 0; t < threads; t++) {
+        Slots.Outcome outcome = Slots.run(target.backend.label, "backend-comparison-", threads, millis, t -> {
             Samples mine = perThread[t] = new Samples();
             Samples myHandoffs = handoffsPerThread[t] = new Samples();
             int self = t;
@@ -301,61 +282,20 @@ public final class BackendComparison {
                     releaseStartedAt.set(System.nanoTime());
                 }
             };
-            Thread worker = new Thread(() -> {
-                int failed = 0;
-                while (System.nanoTime() < deadline) {
-                    long begin = System.nanoTime();
-                    try {
-                        target.service.waitWatchdogRun(id, body);
-                        mine.add(System.nanoTime() - begin);
-                    }
-                    catch (RuntimeException ex) {
-                        // counted and reported, not fatal: a wait that runs out under load is a result too; a thread
-                        // that only fails stops, so a broken backend cannot spin through the slot
-                        failures.merge(describe(ex), 1L, Long::sum);
-                        if (++failed >= MAX_FAILURES_PER_THREAD) {
-                            return;
-                        }
-                    }
-                    catch (Throwable ex) {
-                        fatal.compareAndSet(null, ex);
-                        return;
-                    }
-                }
-            }, "backend-comparison-" + t);
-            workers.add(worker);
-            worker.start();
-        }
-        for (Thread worker : workers) {
-            worker.join();
-        }
-        long elapsed = System.nanoTime() - start;
-        if (fatal.get() != null) {
-            throw new IllegalStateException(target.backend.label + " failed", fatal.get());
-        }
-        Samples merged = new Samples();
-        Samples handoffs = new Samples();
-        long[] counts = new long[threads];
-        for (int t = 0; t < threads; t++) {
-            merged.addAll(perThread[t]);
-            handoffs.addAll(handoffsPerThread[t]);
-            counts[t] = perThread[t].size();
-        }
-        if (merged.size() == 0) {
+            return () -> {
+                long begin = System.nanoTime();
+                target.service.waitWatchdogRun(id, body);
+                mine.add(System.nanoTime() - begin);
+                return true;
+            };
+        }, Slots::causeChain);
+        Slots.Cycles cycles = Slots.Cycles.of(perThread);
+        if (cycles.all().size() == 0) {
             throw new IllegalStateException(target.backend.label + ": no lock cycle succeeded (" + workload.label
-                    + "); failures: " + failures);
+                    + "); failures: " + outcome.failures());
         }
-        return new Slot(merged, handoffs, counts, Arrays.stream(selfRegrabs).sum(), overlaps.sum(), elapsed, failures);
-    }
-
-    private static String describe(Throwable ex) {
-        Throwable root = ex;
-        StringBuilder text = new StringBuilder(ex.getClass().getSimpleName());
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-            text.append(" <- ").append(root.getClass().getSimpleName());
-        }
-        return text.toString();
+        return new Slot(cycles, Slots.merge(handoffsPerThread), Arrays.stream(selfRegrabs).sum(), overlaps.sum(),
+                outcome);
     }
 
     /** Prints the run's tables and the locks it left held. */
@@ -374,8 +314,7 @@ public final class BackendComparison {
                 + "ops/cycle | server CPU µs/cycle | client CPU µs/cycle | overlaps | failed calls |");
         out.println("|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         for (Result r : results) {
-            String perRound = Arrays.stream(r.vsRedisPerRound()).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v))
-                    .collect(Collectors.joining(" "));
+            String perRound = Cells.ratios(r.vsRedisPerRound());
             out.printf(Locale.ROOT,
                     "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.2f | %s | %.2f | %d–%d | %s | %s | %s | %s | %.2f | %.0f "
                             + "| %.0f | %d | %s |%n",
@@ -398,9 +337,7 @@ public final class BackendComparison {
         out.println("| workload | backend | operations per cycle |");
         out.println("|---|---|---|");
         for (Result r : results) {
-            String names = r.opsByName().entrySet().stream().filter(e -> e.getValue() >= 0.005)
-                    .map(e -> String.format(Locale.ROOT, "%s: %.2f", e.getKey(), e.getValue()))
-                    .collect(Collectors.joining("; "));
+            String names = Cells.perCycle(r.opsByName(), "%s: %.2f", "; ");
             out.printf(Locale.ROOT, "| %s | %s | %s |%n", r.workload().label, r.backend().label, names);
         }
     }
@@ -413,8 +350,8 @@ public final class BackendComparison {
      * One slot: cycle times (successful cycles only), the hot key's hand-off times, cycles per thread, the hot key's
      * self re-grabs, failures.
      */
-    private record Slot(Samples samples, Samples handoffs, long[] perThread, long selfRegrabs, long overlaps,
-            long elapsedNanos, Map<String, Long> failures) {
+    private record Slot(Slots.Cycles cycles, Samples handoffs, long selfRegrabs, long overlaps,
+            Slots.Outcome outcome) {
     }
 
     /** One backend's application. */
@@ -470,7 +407,7 @@ public final class BackendComparison {
             this.zookeeper = zookeeper;
             this.etcd = etcd;
             this.etcdPid = etcdPid;
-            this.clockTicksPerSecond = clockTicksPerSecond();
+            this.clockTicksPerSecond = Counters.clockTicksPerSecond();
             this.opened = opened;
         }
 
@@ -743,7 +680,7 @@ public final class BackendComparison {
 
         /** CPU time of the etcd process. */
         long etcdCpuNanos() {
-            long[] times = procTimes(etcdPid);
+            long[] times = Counters.procTimes(etcdPid);
             return (times[0] + times[1]) * 1_000_000_000L / clockTicksPerSecond;
         }
 
@@ -774,42 +711,13 @@ public final class BackendComparison {
             List<Long> pids = Stream.concat(Stream.of(postmasterPid), ProcessHandle.of(postmasterPid).stream()
                     .flatMap(ProcessHandle::descendants).map(ProcessHandle::pid)).toList();
             for (long pid : pids) {
-                long[] times = procTimes(pid);
+                long[] times = Counters.procTimes(pid);
                 ticks += times[0] + times[1];
                 if (pid == postmasterPid) {
                     ticks += times[2] + times[3];
                 }
             }
             return ticks * 1_000_000_000L / clockTicksPerSecond;
-        }
-
-        /** utime, stime, cutime, cstime of {@code pid} in clock ticks; zeros for a process that has just exited. */
-        static long[] procTimes(long pid) {
-            try {
-                String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-                // fields after the command name in parentheses: state is field 3, utime 14 ... cstime 17
-                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                return new long[] {Long.parseLong(fields[11]), Long.parseLong(fields[12]), Long.parseLong(fields[13]),
-                        Long.parseLong(fields[14])};
-            }
-            catch (IOException | RuntimeException gone) {
-                return new long[4];
-            }
-        }
-
-        static long clockTicksPerSecond() {
-            try {
-                Process getconf = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
-                String out = new String(getconf.getInputStream().readAllBytes()).trim();
-                return (getconf.waitFor() == 0) ? Long.parseLong(out) : 100;
-            }
-            catch (IOException | RuntimeException ex) {
-                return 100;
-            }
-            catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-                return 100;
-            }
         }
 
         /** Applications first, then the servers: the reverse of the start. */
@@ -840,93 +748,27 @@ public final class BackendComparison {
         return (folded.length() <= 48) ? folded : folded.substring(0, 47) + "…";
     }
 
-    /** A backend's counters at one moment, and the JVM's CPU time. */
-    private record Counters(long ops, Map<String, Long> byName, long serverCpuNanos, long clientCpuNanos) {
-
-        static Counters take(Setup setup, Target target) {
-            Map<String, Long> byName = new HashMap<>();
-            long serverCpu;
-            if (target.backend == Backend.REDIS) {
-                int port = setup.redis.port();
-                for (String line : RespClient.callOnce(port, "INFO", "commandstats").toString().split("\r?\n")) {
-                    // cmdstat_evalsha:calls=3,usec=...; our own INFO calls are not the lock's
-                    if (line.startsWith("cmdstat_") && !line.startsWith("cmdstat_info:")) {
-                        int from = line.indexOf("calls=") + 6;
-                        byName.merge(line.substring(8, line.indexOf(':')),
-                                Long.parseLong(line.substring(from, line.indexOf(',', from))), Long::sum);
-                    }
-                }
-                Map<String, String> info = new HashMap<>();
-                for (String line : RespClient.callOnce(port, "INFO", "cpu").toString().split("\r?\n")) {
-                    int colon = line.indexOf(':');
-                    if (colon > 0) {
-                        info.put(line.substring(0, colon), line.substring(colon + 1).trim());
-                    }
-                }
-                serverCpu = (long) ((Double.parseDouble(info.get("used_cpu_user"))
-                        + Double.parseDouble(info.get("used_cpu_sys"))) * 1e9);
-            }
-            else if (target.backend == Backend.ZOOKEEPER) {
-                byName.put("packets received", setup.zooKeeperCounters().get("zk_packets_received"));
-                serverCpu = Setup.zooKeeperServerCpuNanos();
-            }
-            else if (target.backend == Backend.ETCD) {
-                byName.putAll(setup.etcdMessages());
-                serverCpu = setup.etcdCpuNanos();
-            }
-            else {
-                byName.putAll(setup.statements(target.backend.database));
-                serverCpu = setup.postgresCpuNanos();
-            }
-            var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-            // the JVM's time without ZooKeeper's server threads, which are the ZooKeeper server's
-            return new Counters(byName.values().stream().mapToLong(Long::longValue).sum(), byName, serverCpu,
-                    os.getProcessCpuTime() - Setup.zooKeeperServerCpuNanos());
+    /** A backend's operations and server CPU time at one moment, and the JVM's CPU time. */
+    private static Counters counters(Setup setup, Target target) {
+        Map<String, Long> byName = new HashMap<>();
+        long serverCpu;
+        if (target.backend == Backend.REDIS) {
+            Counters.addRedisCommands(setup.redis.port(), byName);
+            serverCpu = (long) (Counters.redisCpuSeconds(setup.redis.port()) * 1e9);
         }
-    }
-
-    /** One backend's sums on one workload. */
-    private static final class Totals {
-
-        final Samples samples = new Samples();
-        final Samples handoffs = new Samples();
-        final double[] roundRates;
-        final long[] perThread;
-        long selfRegrabs;
-        long overlaps;
-        long elapsedNanos;
-        long ops;
-        final Map<String, Long> opsByName = new HashMap<>();
-        long serverCpuNanos;
-        long clientCpuNanos;
-        final Map<String, Long> failures = new LinkedHashMap<>();
-
-        Totals(int rounds, int threads) {
-            roundRates = new double[rounds];
-            perThread = new long[threads];
+        else if (target.backend == Backend.ZOOKEEPER) {
+            byName.put("packets received", setup.zooKeeperCounters().get("zk_packets_received"));
+            serverCpu = Setup.zooKeeperServerCpuNanos();
         }
-
-        void add(int round, Slot slot, Counters before, Counters after) {
-            samples.addAll(slot.samples());
-            handoffs.addAll(slot.handoffs());
-            for (int t = 0; t < perThread.length; t++) {
-                perThread[t] += slot.perThread()[t];
-            }
-            selfRegrabs += slot.selfRegrabs();
-            overlaps += slot.overlaps();
-            elapsedNanos += slot.elapsedNanos();
-            roundRates[round] = slot.samples().size() * 1e9 / slot.elapsedNanos();
-            ops += after.ops() - before.ops();
-            after.byName().forEach((name, calls) -> opsByName.merge(name,
-                    calls - before.byName().getOrDefault(name, 0L), Long::sum));
-            serverCpuNanos += after.serverCpuNanos() - before.serverCpuNanos();
-            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
-            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
+        else if (target.backend == Backend.ETCD) {
+            byName.putAll(setup.etcdMessages());
+            serverCpu = setup.etcdCpuNanos();
         }
-
-        /** Successful cycles per second over all rounds. */
-        double rate() {
-            return samples.size() * 1e9 / elapsedNanos;
+        else {
+            byName.putAll(setup.statements(target.backend.database));
+            serverCpu = setup.postgresCpuNanos();
         }
+        // the JVM's time without ZooKeeper's server threads, which are the ZooKeeper server's
+        return new Counters(byName, serverCpu, Counters.jvmCpuNanos() - Setup.zooKeeperServerCpuNanos());
     }
 }

@@ -1,23 +1,15 @@
 package io.github.distlock.benchmarks;
 
-import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicReference;
 
 import io.github.distlock.testsupport.RedisCluster;
 import io.github.distlock.testsupport.RedisServer;
-import io.github.distlock.testsupport.RespClient;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -62,7 +54,8 @@ public final class ClusterComparison {
             Map<String, Long> failures) {
     }
 
-    private static final int MAX_FAILURES_PER_THREAD = 1_000;
+    /** The command name of {@code WAIT} in {@code INFO commandstats}: the replication waits of a cycle. */
+    private static final String WAIT = "wait";
 
     private ClusterComparison() {
     }
@@ -75,11 +68,11 @@ public final class ClusterComparison {
         int rounds = (args.length > 0) ? Integer.parseInt(args[0]) : 4;
         int seconds = (args.length > 1) ? Integer.parseInt(args[1]) : 3;
         int[] threads = (args.length > 2) ? HandoffLatency.parseInts(args[2]) : new int[] {1, 8, 64};
-        System.out.println("load average at start: " + loadAverage());
+        System.out.println("load average at start: " + Counters.loadAverage());
         List<Result> results = run(threads, rounds, seconds * 1000L);
         print(results, System.out);
         System.out.println();
-        System.out.println("load average at the end: " + loadAverage());
+        System.out.println("load average at the end: " + Counters.loadAverage());
     }
 
     /** Starts every deployment and application, measures, and stops all of it again, also when something fails. */
@@ -99,22 +92,22 @@ public final class ClusterComparison {
         Totals[][] totals = new Totals[threads.length][v];
         for (int ti = 0; ti < threads.length; ti++) {
             for (int i = 0; i < v; i++) {
-                totals[ti][i] = new Totals(rounds);
+                totals[ti][i] = new Totals(rounds, threads[ti]);
                 // warm-up: the JIT, Redisson's pools, script loading on every master
                 slot(setup.targets.get(i), threads[ti], Math.max(500, slotMillis / 2));
             }
         }
         for (int r = 0; r < rounds; r++) {
-            progress("round " + (r + 1) + " of " + rounds + ", load average " + loadAverage());
+            progress("round " + (r + 1) + " of " + rounds + ", load average " + Counters.loadAverage());
             for (int ti = 0; ti < threads.length; ti++) {
                 for (int k = 0; k < v; k++) {
                     // rotate the order so that no variant always runs first (after the previous thread count) or last
                     int i = (r + k) % v;
                     Target target = setup.targets.get(i);
-                    Counters before = Counters.take(target);
+                    Counters before = counters(target);
                     Slot slot = slot(target, threads[ti], slotMillis);
-                    Counters after = Counters.take(target);
-                    totals[ti][i].add(r, slot, before, after);
+                    Counters after = counters(target);
+                    totals[ti][i].add(r, slot.cycles(), slot.outcome(), before, after);
                 }
             }
         }
@@ -124,24 +117,15 @@ public final class ClusterComparison {
             double singleP50 = single.samples.sorted().percentile(50);
             for (int i = 0; i < v; i++) {
                 Totals t = totals[ti][i];
-                double[] ratios = new double[rounds];
-                for (int r = 0; r < rounds; r++) {
-                    ratios[r] = t.roundRates[r] / single.roundRates[r];
-                }
+                double[] ratios = t.ratesPerRoundTo(single);
                 Samples sorted = t.samples.sorted();
-                long cycles = t.samples.size();
-                Map<String, Double> byName = new TreeMap<>();
-                t.commandsByName.forEach((name, calls) -> {
-                    if (calls > 0) {
-                        byName.put(name, calls / (double) cycles);
-                    }
-                });
+                long cycles = t.cycles();
+                long waits = t.opsByName.getOrDefault(WAIT, 0L);
                 results.add(new Result(variants[i], threads[ti], setup.targets.get(i).keysPerMaster(threads[ti]),
                         cycles, t.rate(), sorted.percentile(50) / 1e3, sorted.percentile(99) / 1e3, t.roundRates,
                         t.rate() / single.rate(), min(ratios), max(ratios), sorted.percentile(50) / singleP50,
-                        t.commands / (double) cycles, t.waits / (double) cycles, byName,
-                        t.redisCpuSeconds * 1e6 / cycles,
-                        t.clientCpuNanos / 1e3 / cycles, t.failures));
+                        t.ops / (double) cycles, waits / (double) cycles, t.opsPerCycleByName(),
+                        t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles, t.failures));
             }
         }
         return results;
@@ -150,65 +134,22 @@ public final class ClusterComparison {
     /** {@code threads} threads call the target's locked method on keys of their own for {@code millis} ms. */
     private static Slot slot(Target target, int threads, long millis) throws InterruptedException {
         Samples[] perThread = new Samples[threads];
-        Map<String, Long> failures = new ConcurrentHashMap<>();
-        AtomicReference<Throwable> fatal = new AtomicReference<>();
-        List<Thread> workers = new ArrayList<>();
-        long start = System.nanoTime();
-        long deadline = start + millis * 1_000_000L;
-        for (int t = 0; t < threads; t++) {
+        Slots.Outcome outcome = Slots.run(target.variant.label, "cluster-comparison-", threads, millis, t -> {
             Samples mine = perThread[t] = new Samples();
             String id = target.id(t);
-            Thread worker = new Thread(() -> {
-                int failed = 0;
-                while (System.nanoTime() < deadline) {
-                    long begin = System.nanoTime();
-                    try {
-                        target.service.tryOnceWatchdog(id);
-                        mine.add(System.nanoTime() - begin);
-                    }
-                    catch (RuntimeException ex) {
-                        // counted and reported, not fatal: a WAIT that times out under load is a result too; a
-                        // thread that only fails stops, so a broken deployment cannot spin through the slot
-                        failures.merge(describe(ex), 1L, Long::sum);
-                        if (++failed >= MAX_FAILURES_PER_THREAD) {
-                            return;
-                        }
-                    }
-                    catch (Throwable ex) {
-                        fatal.compareAndSet(null, ex);
-                        return;
-                    }
-                }
-            }, "cluster-comparison-" + t);
-            workers.add(worker);
-            worker.start();
-        }
-        for (Thread worker : workers) {
-            worker.join();
-        }
-        long elapsed = System.nanoTime() - start;
-        if (fatal.get() != null) {
-            throw new IllegalStateException(target.variant.label + " failed", fatal.get());
-        }
-        Samples merged = new Samples();
-        for (Samples mine : perThread) {
-            merged.addAll(mine);
-        }
-        if (merged.size() == 0) {
+            return () -> {
+                long begin = System.nanoTime();
+                target.service.tryOnceWatchdog(id);
+                mine.add(System.nanoTime() - begin);
+                return true;
+            };
+        }, Slots::causeChain);
+        Slots.Cycles cycles = Slots.Cycles.of(perThread);
+        if (cycles.all().size() == 0) {
             throw new IllegalStateException(target.variant.label + ": no lock cycle succeeded at " + threads
-                    + " threads; failures: " + failures);
+                    + " threads; failures: " + outcome.failures());
         }
-        return new Slot(merged, elapsed, failures);
-    }
-
-    private static String describe(Throwable ex) {
-        Throwable root = ex;
-        StringBuilder text = new StringBuilder(ex.getClass().getSimpleName());
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-            text.append(" <- ").append(root.getClass().getSimpleName());
-        }
-        return text.toString();
+        return new Slot(cycles, outcome);
     }
 
     /** Prints one table: every variant at every thread count, with its ratio to the single server. */
@@ -233,24 +174,8 @@ public final class ClusterComparison {
         out.println("| threads | deployment | commands per cycle |");
         out.println("|---:|---|---|");
         for (Result r : results) {
-            StringBuilder names = new StringBuilder();
-            r.commandsByName().forEach((name, perCycle) -> {
-                if (perCycle >= 0.005) {
-                    names.append(names.isEmpty() ? "" : ", ").append(String.format(Locale.ROOT, "%s %.2f", name,
-                            perCycle));
-                }
-            });
-            out.printf(Locale.ROOT, "| %d | %s | %s |%n", r.threads(), r.variant().label, names);
-        }
-    }
-
-    static String loadAverage() {
-        try {
-            Path loadavg = Path.of("/proc/loadavg");
-            return Files.exists(loadavg) ? Files.readString(loadavg).trim() : "n/a";
-        }
-        catch (IOException ex) {
-            return "n/a";
+            out.printf(Locale.ROOT, "| %d | %s | %s |%n", r.threads(), r.variant().label,
+                    Cells.perCycle(r.commandsByName(), "%s %.2f", ", "));
         }
     }
 
@@ -274,8 +199,8 @@ public final class ClusterComparison {
         return max;
     }
 
-    /** One slot's cycle times (successful cycles only), its length, and its failed calls by exception chain. */
-    private record Slot(Samples samples, long elapsedNanos, Map<String, Long> failures) {
+    /** One slot's cycle times (successful cycles only), cycles per thread, its length and failed calls. */
+    private record Slot(Slots.Cycles cycles, Slots.Outcome outcome) {
     }
 
     /** What one variant runs on: its application, and the Redis nodes its cycles touch. */
@@ -416,77 +341,19 @@ public final class ClusterComparison {
         }
     }
 
-    /** Counters of one deployment at one moment, and the JVM's CPU time. */
-    private record Counters(long commands, long waits, Map<String, Long> byName, double redisCpuSeconds,
-            long clientCpuNanos) {
-
-        static Counters take(Target target) {
-            long commands = 0;
-            long waits = 0;
-            Map<String, Long> byName = new HashMap<>();
-            for (int port : target.masterPorts) {
-                for (String line : RespClient.callOnce(port, "INFO", "commandstats").toString().split("\r?\n")) {
-                    // cmdstat_evalsha:calls=3,usec=...; our own INFO calls are not the lock's
-                    if (line.startsWith("cmdstat_") && !line.startsWith("cmdstat_info:")) {
-                        int from = line.indexOf("calls=") + 6;
-                        long calls = Long.parseLong(line.substring(from, line.indexOf(',', from)));
-                        commands += calls;
-                        byName.merge(line.substring(8, line.indexOf(':')), calls, Long::sum);
-                        if (line.startsWith("cmdstat_wait:")) {
-                            waits += calls;
-                        }
-                    }
-                }
-            }
-            double cpu = 0;
-            for (int port : target.nodePorts) {
-                Map<String, String> info = new HashMap<>();
-                for (String line : RespClient.callOnce(port, "INFO", "cpu").toString().split("\r?\n")) {
-                    int colon = line.indexOf(':');
-                    if (colon > 0) {
-                        info.put(line.substring(0, colon), line.substring(colon + 1).trim());
-                    }
-                }
-                cpu += Double.parseDouble(info.get("used_cpu_user")) + Double.parseDouble(info.get("used_cpu_sys"));
-            }
-            var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-            return new Counters(commands, waits, byName, cpu, os.getProcessCpuTime());
+    /**
+     * The commands on the deployment's masters (every command and WAIT of a cycle runs there) and the CPU time of all
+     * its nodes, replicas included, at one moment, and the JVM's CPU time.
+     */
+    private static Counters counters(Target target) {
+        Map<String, Long> byName = new HashMap<>();
+        for (int port : target.masterPorts) {
+            Counters.addRedisCommands(port, byName);
         }
-    }
-
-    /** One variant's sums at one thread count. */
-    private static final class Totals {
-
-        final Samples samples = new Samples();
-        final double[] roundRates;
-        long elapsedNanos;
-        long commands;
-        long waits;
-        final Map<String, Long> commandsByName = new HashMap<>();
-        double redisCpuSeconds;
-        long clientCpuNanos;
-        final Map<String, Long> failures = new LinkedHashMap<>();
-
-        Totals(int rounds) {
-            roundRates = new double[rounds];
+        double cpu = 0;
+        for (int port : target.nodePorts) {
+            cpu += Counters.redisCpuSeconds(port);
         }
-
-        void add(int round, Slot slot, Counters before, Counters after) {
-            samples.addAll(slot.samples());
-            elapsedNanos += slot.elapsedNanos();
-            roundRates[round] = slot.samples().size() * 1e9 / slot.elapsedNanos();
-            commands += after.commands() - before.commands();
-            waits += after.waits() - before.waits();
-            after.byName().forEach((name, calls) -> commandsByName.merge(name,
-                    calls - before.byName().getOrDefault(name, 0L), Long::sum));
-            redisCpuSeconds += after.redisCpuSeconds() - before.redisCpuSeconds();
-            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
-            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
-        }
-
-        /** Successful cycles per second over all rounds. */
-        double rate() {
-            return samples.size() * 1e9 / elapsedNanos;
-        }
+        return new Counters(byName, (long) (cpu * 1e9), Counters.jvmCpuNanos());
     }
 }

@@ -150,16 +150,7 @@ public final class HandoffLatency {
         return switch (impl) {
             case REDISSON -> id -> {
                 RLock lock = env.redisson().getLock(LockCycles.PREFIX + "bench:" + id);
-                if (!lock.tryLock(LockCycles.WAIT_MS, -1, TimeUnit.MILLISECONDS)) {
-                    return false;
-                }
-                try {
-                    body.run();
-                }
-                finally {
-                    lock.unlock();
-                }
-                return true;
+                return LockCycles.waitWatchdogRun(lock, body);
             };
             case ANNOTATION -> {
                 LockedService service = env.lockedService();

@@ -1,28 +1,20 @@
 package io.github.distlock.benchmarks;
 
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
 
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.LockType;
-import io.github.distlock.testsupport.RespClient;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 
@@ -130,8 +122,6 @@ public final class HotKeyComparison {
     record Run(Settings settings, List<Result> results, String loadBefore, String loadAfter) {
     }
 
-    private static final int MAX_FAILURES_PER_THREAD = 1_000;
-
     private HotKeyComparison() {
     }
 
@@ -155,60 +145,50 @@ public final class HotKeyComparison {
 
     /** Measures on a running environment: the contended slots (warm-up, then rounds), then the uncontended ones. */
     static Run measure(BenchEnvironment env, Settings settings) throws InterruptedException {
-        String loadBefore = ClusterComparison.loadAverage();
-        long redisPid = env.server().pid();
-        long ticksPerSecond = BackendComparison.Setup.clockTicksPerSecond();
+        String loadBefore = Counters.loadAverage();
+        Counters.RedisProcess redis = Counters.RedisProcess.of(env.server());
         List<Result> results = new ArrayList<>();
         results.addAll(measure(env, settings.threads(), settings.rounds(), settings.slotMillis(),
-                settings.warmupMillis(), redisPid, ticksPerSecond));
+                settings.warmupMillis(), redis));
         results.addAll(measure(env, 1, settings.rounds(), settings.uncontendedSlotMillis(),
-                Math.min(1_000, settings.warmupMillis()), redisPid, ticksPerSecond));
-        return new Run(settings, results, loadBefore, ClusterComparison.loadAverage());
+                Math.min(1_000, settings.warmupMillis()), redis));
+        return new Run(settings, results, loadBefore, Counters.loadAverage());
     }
 
     private static List<Result> measure(BenchEnvironment env, int threads, int rounds, long slotMillis,
-            long warmupMillis, long redisPid, long ticksPerSecond) throws InterruptedException {
+            long warmupMillis, Counters.RedisProcess redis) throws InterruptedException {
         Variant[] variants = Variant.values();
-        Totals[] totals = new Totals[variants.length];
+        HotKeyTotals[] totals = new HotKeyTotals[variants.length];
         for (Variant variant : variants) {
-            totals[variant.ordinal()] = new Totals(rounds, threads);
+            totals[variant.ordinal()] = new HotKeyTotals(rounds, threads);
             if (warmupMillis > 0) {
                 slot(env, variant, threads, warmupMillis);
             }
         }
         for (int r = 0; r < rounds; r++) {
             progress(threads + " threads, round " + (r + 1) + " of " + rounds + ", load average "
-                    + ClusterComparison.loadAverage());
+                    + Counters.loadAverage());
             for (int k = 0; k < variants.length; k++) {
                 // rotate the order so that no variant always runs first or last
                 Variant variant = variants[(r + k) % variants.length];
-                Counters before = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                Counters before = redis.take();
                 Slot slot = slot(env, variant, threads, slotMillis);
-                Counters after = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                Counters after = redis.take();
                 totals[variant.ordinal()].add(r, slot, before, after);
             }
         }
-        Totals reference = totals[Variant.RLOCK.ordinal()];
+        HotKeyTotals reference = totals[Variant.RLOCK.ordinal()];
         List<Result> results = new ArrayList<>();
         for (Variant variant : variants) {
-            Totals t = totals[variant.ordinal()];
-            double[] ratios = new double[rounds];
-            for (int r = 0; r < rounds; r++) {
-                ratios[r] = t.roundRates[r] / reference.roundRates[r];
-            }
-            long cycles = t.acquire.size();
-            Samples acquire = t.acquire.sorted();
+            HotKeyTotals t = totals[variant.ordinal()];
+            long cycles = t.cycles();
+            Samples acquire = t.samples.sorted();
             Samples handoffs = t.handoffs.sorted();
-            Map<String, Double> byName = new LinkedHashMap<>();
-            t.commandsByName.entrySet().stream().filter(e -> e.getValue() > 0)
-                    .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
-                    .forEach(e -> byName.put(e.getKey(), e.getValue() / (double) cycles));
-            long commands = t.commandsByName.values().stream().mapToLong(Long::longValue).sum();
-            results.add(new Result(variant, threads, cycles, t.rate(), ratios, t.rate() / reference.rate(),
-                    acquire.percentile(50), acquire.percentile(99), acquire.percentile(99.9),
-                    Arrays.stream(t.perThread).min().orElse(0), Arrays.stream(t.perThread).max().orElse(0),
-                    t.selfRegrabs, handoffs.size(), handoffs.percentile(50), handoffs.percentile(99),
-                    commands / (double) cycles, byName, t.redisCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles,
+            results.add(new Result(variant, threads, cycles, t.rate(), t.ratesPerRoundTo(reference),
+                    t.rate() / reference.rate(), acquire.percentile(50), acquire.percentile(99),
+                    acquire.percentile(99.9), t.minPerThread(), t.maxPerThread(), t.selfRegrabs, handoffs.size(),
+                    handoffs.percentile(50), handoffs.percentile(99), t.ops / (double) cycles,
+                    t.opsPerCycleMostFirst(), t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles,
                     t.overlaps, t.lostUpdates, t.failures));
         }
         return results;
@@ -226,18 +206,7 @@ public final class HotKeyComparison {
 
     private static LockCycles.Cycle redisson(RedissonClient redisson, Variant variant, LockType type, Runnable body) {
         RLock lock = LockCycles.redissonLock(redisson, LockCycles.PREFIX + variant.key(), type);
-        return id -> {
-            if (!lock.tryLock(LockCycles.WAIT_MS, -1, TimeUnit.MILLISECONDS)) {
-                return false;
-            }
-            try {
-                body.run();
-            }
-            finally {
-                lock.unlock();
-            }
-            return true;
-        };
+        return id -> LockCycles.waitWatchdogRun(lock, body);
     }
 
     private static LockCycles.Cycle template(LockTemplate template, Variant variant, LockType type, Runnable body) {
@@ -266,12 +235,7 @@ public final class HotKeyComparison {
         Counter counter = new Counter();
         AtomicInteger lastHolder = new AtomicInteger(-1);
         AtomicLong releaseStartedAt = new AtomicLong();
-        Map<String, Long> failures = new ConcurrentHashMap<>();
-        AtomicReference<Throwable> fatal = new AtomicReference<>();
-        List<Thread> workers = new ArrayList<>();
-        long start = System.nanoTime();
-        long deadline = start + millis * 1_000_000L;
-        for (int t = 0; t < threads; t++) {
+        Slots.Outcome outcome = Slots.run(variant.label, "hot-key-", threads, millis, t -> {
             Samples acquire = acquirePerThread[t] = new Samples();
             Samples myHandoffs = handoffsPerThread[t] = new Samples();
             int self = t;
@@ -297,52 +261,16 @@ public final class HotKeyComparison {
                 releaseStartedAt.set(System.nanoTime());
             };
             LockCycles.Cycle cycle = cycle(env, variant, body);
-            Thread worker = new Thread(() -> {
-                int failed = 0;
-                while (System.nanoTime() < deadline) {
-                    askedAt[0] = System.nanoTime();
-                    try {
-                        if (!cycle.run("hot")) {
-                            failures.merge("not acquired within " + LockCycles.WAIT_MS + " ms", 1L, Long::sum);
-                            failed++;
-                        }
-                    }
-                    catch (RuntimeException ex) {
-                        // counted and reported, not fatal: a wait that runs out under load is a result too
-                        failures.merge(ex.getClass().getSimpleName() + ": " + ex.getMessage(), 1L, Long::sum);
-                        failed++;
-                    }
-                    catch (Throwable ex) {
-                        fatal.compareAndSet(null, ex);
-                        return;
-                    }
-                    if (failed >= MAX_FAILURES_PER_THREAD) {
-                        return;
-                    }
-                }
-            }, "hot-key-" + t);
-            workers.add(worker);
-            worker.start();
-        }
-        for (Thread worker : workers) {
-            worker.join();
-        }
-        long elapsed = System.nanoTime() - start;
-        if (fatal.get() != null) {
-            throw new IllegalStateException(variant.label + " failed", fatal.get());
-        }
-        Samples acquire = new Samples();
-        Samples handoffs = new Samples();
-        long[] counts = new long[threads];
-        for (int t = 0; t < threads; t++) {
-            acquire.addAll(acquirePerThread[t]);
-            handoffs.addAll(handoffsPerThread[t]);
-            counts[t] = acquirePerThread[t].size();
-        }
+            return () -> {
+                askedAt[0] = System.nanoTime();
+                return cycle.run("hot");
+            };
+        }, Slots::withMessage);
         // join() orders every worker's writes before these reads
-        long lostUpdates = acquire.size() - counter.value;
-        return new Slot(acquire, handoffs, counts, Arrays.stream(selfRegrabs).sum(), overlaps.sum(), lostUpdates,
-                elapsed, failures);
+        Slots.Cycles cycles = Slots.Cycles.of(acquirePerThread);
+        long lostUpdates = cycles.all().size() - counter.value;
+        return new Slot(cycles, Slots.merge(handoffsPerThread), Arrays.stream(selfRegrabs).sum(), overlaps.sum(),
+                lostUpdates, outcome);
     }
 
     /**
@@ -354,74 +282,23 @@ public final class HotKeyComparison {
     }
 
     /** One slot's samples: acquisition times, hand-off times, acquisitions per thread. */
-    private record Slot(Samples acquire, Samples handoffs, long[] perThread, long selfRegrabs, long overlaps,
-            long lostUpdates, long elapsedNanos, Map<String, Long> failures) {
+    private record Slot(Slots.Cycles cycles, Samples handoffs, long selfRegrabs, long overlaps, long lostUpdates,
+            Slots.Outcome outcome) {
     }
 
-    /** Redis's command counts and CPU time, and the JVM's CPU time, at one moment. */
-    record Counters(Map<String, Long> commands, long redisCpuNanos, long clientCpuNanos) {
+    /** One variant's sums over the measured rounds, with the hand-offs and the checks. */
+    private static final class HotKeyTotals extends Totals.WithHandoffs {
 
-        static Counters take(int port, long redisPid, long ticksPerSecond) {
-            Map<String, Long> commands = new HashMap<>();
-            for (String line : RespClient.callOnce(port, "INFO", "commandstats").toString().split("\r?\n")) {
-                // cmdstat_evalsha:calls=3,usec=...; our own INFO calls are not the lock's
-                if (line.startsWith("cmdstat_") && !line.startsWith("cmdstat_info:")) {
-                    int from = line.indexOf("calls=") + 6;
-                    commands.put(line.substring(8, line.indexOf(':')),
-                            Long.parseLong(line.substring(from, line.indexOf(',', from))));
-                }
-            }
-            long[] times = BackendComparison.Setup.procTimes(redisPid);
-            if (times[0] + times[1] == 0) {
-                throw new IllegalStateException("No CPU time in /proc/" + redisPid + "/stat: is redis-server running?");
-            }
-            var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-            return new Counters(commands, (times[0] + times[1]) * 1_000_000_000L / ticksPerSecond,
-                    os.getProcessCpuTime());
-        }
-    }
-
-    /** One variant's sums over the measured rounds. */
-    private static final class Totals {
-
-        final Samples acquire = new Samples();
-        final Samples handoffs = new Samples();
-        final double[] roundRates;
-        final long[] perThread;
-        long selfRegrabs;
-        long overlaps;
         long lostUpdates;
-        long elapsedNanos;
-        final Map<String, Long> commandsByName = new HashMap<>();
-        long redisCpuNanos;
-        long clientCpuNanos;
-        final Map<String, Long> failures = new LinkedHashMap<>();
 
-        Totals(int rounds, int threads) {
-            roundRates = new double[rounds];
-            perThread = new long[threads];
+        HotKeyTotals(int rounds, int threads) {
+            super(rounds, threads);
         }
 
         void add(int round, Slot slot, Counters before, Counters after) {
-            acquire.addAll(slot.acquire());
-            handoffs.addAll(slot.handoffs());
-            for (int t = 0; t < perThread.length; t++) {
-                perThread[t] += slot.perThread()[t];
-            }
-            selfRegrabs += slot.selfRegrabs();
-            overlaps += slot.overlaps();
+            add(round, slot.cycles(), slot.outcome(), before, after);
+            addHandoffs(slot.handoffs(), slot.selfRegrabs(), slot.overlaps());
             lostUpdates += slot.lostUpdates();
-            elapsedNanos += slot.elapsedNanos();
-            roundRates[round] = slot.acquire().size() * 1e9 / slot.elapsedNanos();
-            after.commands().forEach((name, calls) -> commandsByName.merge(name,
-                    calls - before.commands().getOrDefault(name, 0L), Long::sum));
-            redisCpuNanos += after.redisCpuNanos() - before.redisCpuNanos();
-            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
-            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
-        }
-
-        double rate() {
-            return acquire.size() * 1e9 / elapsedNanos;
         }
     }
 
@@ -439,32 +316,26 @@ public final class HotKeyComparison {
                 + "| Redis CPU µs/cycle | client CPU µs/cycle |");
         out.println("|---|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|");
         for (Result r : run.results()) {
-            String perRound = Arrays.stream(r.vsRLockPerRound()).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v))
-                    .collect(Collectors.joining(" "));
-            String top = r.commandsByName().entrySet().stream().limit(4)
-                    .map(e -> String.format(Locale.ROOT, "%s %.1f", e.getKey(), e.getValue()))
-                    .collect(Collectors.joining(", "));
+            String perRound = Cells.ratios(r.vsRLockPerRound());
+            String top = Cells.top(r.commandsByName());
             out.printf(Locale.ROOT, "| %s | %d | %,.0f | %.2f (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s "
                             + "| %.0f | %.0f |%n",
-                    r.variant().label, r.threads(), r.cyclesPerSecond(), r.vsRLock(), perRound, ms(r.acquireP50()),
-                    ms(r.acquireP99()), ms(r.acquireP999()),
+                    r.variant().label, r.threads(), r.cyclesPerSecond(), r.vsRLock(), perRound,
+                    Cells.ms(r.acquireP50()), Cells.ms(r.acquireP99()), Cells.ms(r.acquireP999()),
                     r.contended() ? r.minPerThread() + " / " + r.maxPerThread() : "–",
                     r.contended() ? String.format(Locale.ROOT, "%.2f", r.fairness()) : "–",
                     r.contended() ? String.format(Locale.ROOT, "%.0f %%", 100 * r.selfRegrabShare()) : "–",
-                    r.contended() ? ms(r.handoffP50()) : "–", r.contended() ? ms(r.handoffP99()) : "–",
+                    r.contended() ? Cells.ms(r.handoffP50()) : "–", r.contended() ? Cells.ms(r.handoffP99()) : "–",
                     r.commandsPerCycle(), top, r.redisCpuUsPerCycle(), r.clientCpuUsPerCycle());
         }
         out.println();
-        out.println("Redis commands per cycle by name (INFO commandstats deltas; commands inside scripts included; "
-                + "≥ 0.01 per cycle):");
+        out.println(Cells.REDIS_COMMANDS_CAPTION);
         out.println();
         out.println("| lock | threads | commands per cycle |");
         out.println("|---|---:|---|");
         for (Result r : run.results()) {
             out.printf(Locale.ROOT, "| %s | %d | %s |%n", r.variant().label, r.threads(),
-                    r.commandsByName().entrySet().stream().filter(e -> e.getValue() >= 0.005)
-                            .map(e -> String.format(Locale.ROOT, "%s %.2f", e.getKey(), e.getValue()))
-                            .collect(Collectors.joining(", ")));
+                    Cells.perCycle(r.commandsByName(), "%s %.2f", ", "));
         }
         out.println();
         out.println("Checks (must be 0): " + run.results().stream()
@@ -472,13 +343,6 @@ public final class HotKeyComparison {
                         r.threads(), r.overlaps(), r.lostUpdates(),
                         r.failures().isEmpty() ? "0 failed calls" : "failed calls " + r.failures()))
                 .collect(Collectors.joining("; ")));
-    }
-
-    /** Milliseconds with three significant digits or so: 0.123, 1.23, 12.3, 123. */
-    static String ms(long nanos) {
-        double ms = nanos / 1e6;
-        String format = (ms >= 100) ? "%.0f ms" : (ms >= 10) ? "%.1f ms" : (ms >= 1) ? "%.2f ms" : "%.3f ms";
-        return String.format(Locale.ROOT, format, ms);
     }
 
     private static void progress(String what) {

@@ -125,6 +125,23 @@ public final class LockCycles {
         };
     }
 
+    /**
+     * Takes {@code lock} (wait up to {@link #WAIT_MS}, watchdog lease), runs {@code body} and releases it: the Redisson
+     * cycle of the harnesses whose body times the hand-offs; {@code false} when the lock was not had within the wait.
+     */
+    static boolean waitWatchdogRun(RLock lock, Runnable body) throws InterruptedException {
+        if (!lock.tryLock(WAIT_MS, -1, TimeUnit.MILLISECONDS)) {
+            return false;
+        }
+        try {
+            body.run();
+        }
+        finally {
+            lock.unlock();
+        }
+        return true;
+    }
+
     private static Cycle redisson(RedissonClient redisson, Lease lease, boolean wait, LockType type) {
         long waitMs = wait ? WAIT_MS : 0;
         long leaseMs = (lease == Lease.FIXED) ? FIXED_LEASE_MS : -1;

@@ -4,21 +4,15 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
 
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.benchmarks.HotKeyComparison.Counters;
 
 /**
  * What {@code permits = N} costs next to a plain lock, through {@link LockTemplate}, in one run on one
@@ -123,8 +117,6 @@ public final class PermitsComparison {
     record Run(Settings settings, List<Result> results, String loadBefore, String loadAfter) {
     }
 
-    private static final int MAX_FAILURES_PER_THREAD = 1_000;
-
     private PermitsComparison() {
     }
 
@@ -152,15 +144,14 @@ public final class PermitsComparison {
 
     /** Measures on a running environment: warm-up slots, then the rounds. */
     static Run measure(BenchEnvironment env, Settings settings) throws InterruptedException {
-        String loadBefore = ClusterComparison.loadAverage();
-        long redisPid = env.server().pid();
-        long ticksPerSecond = BackendComparison.Setup.clockTicksPerSecond();
+        String loadBefore = Counters.loadAverage();
+        Counters.RedisProcess redis = Counters.RedisProcess.of(env.server());
         Variant[] variants = Variant.values();
         List<Workload> workloads = settings.workloads();
-        Totals[][] totals = new Totals[workloads.size()][variants.length];
+        PermitsTotals[][] totals = new PermitsTotals[workloads.size()][variants.length];
         for (int w = 0; w < workloads.size(); w++) {
             for (Variant variant : variants) {
-                totals[w][variant.ordinal()] = new Totals(settings.rounds(), workloads.get(w).threads());
+                totals[w][variant.ordinal()] = new PermitsTotals(settings.rounds(), workloads.get(w).threads());
                 if (settings.warmupMillis() > 0) {
                     slot(env.lockTemplate(), variant, workloads.get(w), settings.warmupMillis(), 0);
                 }
@@ -168,43 +159,34 @@ public final class PermitsComparison {
         }
         for (int r = 0; r < settings.rounds(); r++) {
             progress("round " + (r + 1) + " of " + settings.rounds() + ", load average "
-                    + ClusterComparison.loadAverage());
+                    + Counters.loadAverage());
             for (int w = 0; w < workloads.size(); w++) {
                 for (int k = 0; k < variants.length; k++) {
                     // rotate the order so that neither variant always runs first
                     Variant variant = variants[(r + k) % variants.length];
-                    Counters before = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                    Counters before = redis.take();
                     Slot slot = slot(env.lockTemplate(), variant, workloads.get(w), settings.slotMillis(),
                             settings.holdMillis());
-                    Counters after = Counters.take(env.server().port(), redisPid, ticksPerSecond);
+                    Counters after = redis.take();
                     totals[w][variant.ordinal()].add(r, slot, before, after);
                 }
             }
         }
         List<Result> results = new ArrayList<>();
         for (int w = 0; w < workloads.size(); w++) {
-            Totals reference = totals[w][Variant.REENTRANT.ordinal()];
+            PermitsTotals reference = totals[w][Variant.REENTRANT.ordinal()];
             for (Variant variant : variants) {
-                Totals t = totals[w][variant.ordinal()];
-                double[] ratios = new double[settings.rounds()];
-                for (int r = 0; r < ratios.length; r++) {
-                    ratios[r] = t.roundRates[r] / reference.roundRates[r];
-                }
-                long cycles = t.acquire.size();
-                Samples acquire = t.acquire.sorted();
-                Map<String, Double> byName = new LinkedHashMap<>();
-                t.commandsByName.entrySet().stream().filter(e -> e.getValue() > 0)
-                        .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
-                        .forEach(e -> byName.put(e.getKey(), e.getValue() / (double) cycles));
-                long commands = t.commandsByName.values().stream().mapToLong(Long::longValue).sum();
-                results.add(new Result(variant, workloads.get(w), cycles, t.rate(), ratios, t.rate() / reference.rate(),
-                        acquire.percentile(50), acquire.percentile(99),
-                        Arrays.stream(t.perThread).min().orElse(0), Arrays.stream(t.perThread).max().orElse(0),
-                        t.mostHolders, t.bodyRuns, commands / (double) cycles, byName,
-                        t.redisCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles, t.failures));
+                PermitsTotals t = totals[w][variant.ordinal()];
+                long cycles = t.cycles();
+                Samples acquire = t.samples.sorted();
+                results.add(new Result(variant, workloads.get(w), cycles, t.rate(), t.ratesPerRoundTo(reference),
+                        t.rate() / reference.rate(), acquire.percentile(50), acquire.percentile(99),
+                        t.minPerThread(), t.maxPerThread(), t.mostHolders, t.bodyRuns, t.ops / (double) cycles,
+                        t.opsPerCycleMostFirst(), t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles,
+                        t.failures));
             }
         }
-        return new Run(settings, results, loadBefore, ClusterComparison.loadAverage());
+        return new Run(settings, results, loadBefore, Counters.loadAverage());
     }
 
     /** The workload's threads run {@code variant}'s cycle for {@code millis} ms (and finish the call they are in). */
@@ -218,107 +200,47 @@ public final class PermitsComparison {
         Arrays.setAll(gauges, i -> new AtomicInteger());
         AtomicInteger mostHolders = new AtomicInteger();
         LongAdder bodyRuns = new LongAdder();
-        Map<String, Long> failures = new ConcurrentHashMap<>();
-        AtomicReference<Throwable> fatal = new AtomicReference<>();
-        List<Thread> workers = new ArrayList<>();
-        long start = System.nanoTime();
-        long deadline = start + millis * 1_000_000L;
-        for (int t = 0; t < threads; t++) {
+        Slots.Outcome outcome = Slots.run(variant.label + " on " + workload, "permits-", threads, millis, t -> {
             Samples acquire = acquirePerThread[t] = new Samples();
             AtomicInteger gauge = gauges[workload.oneKey() ? 0 : t];
             String key = variant.key(workload.oneKey(), t);
-            Thread worker = new Thread(() -> {
-                int failed = 0;
-                while (System.nanoTime() < deadline) {
-                    long askedAt = System.nanoTime();
-                    try {
-                        template.execute(key, options, () -> {
-                            acquire.add(System.nanoTime() - askedAt);
-                            int inside = gauge.incrementAndGet();
-                            mostHolders.accumulateAndGet(inside, Math::max);
-                            bodyRuns.increment();
-                            if (holdMillis > 0) {
-                                Thread.sleep(holdMillis);
-                            }
-                            gauge.decrementAndGet();
-                            return null;
-                        });
+            return () -> {
+                long askedAt = System.nanoTime();
+                template.execute(key, options, () -> {
+                    acquire.add(System.nanoTime() - askedAt);
+                    int inside = gauge.incrementAndGet();
+                    mostHolders.accumulateAndGet(inside, Math::max);
+                    bodyRuns.increment();
+                    if (holdMillis > 0) {
+                        Thread.sleep(holdMillis);
                     }
-                    catch (RuntimeException ex) {
-                        // counted and reported, not fatal: a wait that runs out under load is a result too
-                        failures.merge(ex.getClass().getSimpleName() + ": " + ex.getMessage(), 1L, Long::sum);
-                        failed++;
-                    }
-                    catch (Throwable ex) {
-                        fatal.compareAndSet(null, ex);
-                        return;
-                    }
-                    if (failed >= MAX_FAILURES_PER_THREAD) {
-                        return;
-                    }
-                }
-            }, "permits-" + t);
-            workers.add(worker);
-            worker.start();
-        }
-        for (Thread worker : workers) {
-            worker.join();
-        }
-        long elapsed = System.nanoTime() - start;
-        if (fatal.get() != null) {
-            throw new IllegalStateException(variant.label + " on " + workload + " failed", fatal.get());
-        }
-        Samples acquire = new Samples();
-        long[] counts = new long[threads];
-        for (int t = 0; t < threads; t++) {
-            acquire.addAll(acquirePerThread[t]);
-            counts[t] = acquirePerThread[t].size();
-        }
-        return new Slot(acquire, counts, mostHolders.get(), bodyRuns.sum(), elapsed, failures);
+                    gauge.decrementAndGet();
+                    return null;
+                });
+                return true;
+            };
+        }, Slots::withMessage);
+        return new Slot(Slots.Cycles.of(acquirePerThread), mostHolders.get(), bodyRuns.sum(), outcome);
     }
 
     /** One slot's samples. */
-    private record Slot(Samples acquire, long[] perThread, int mostHolders, long bodyRuns, long elapsedNanos,
-            Map<String, Long> failures) {
+    private record Slot(Slots.Cycles cycles, int mostHolders, long bodyRuns, Slots.Outcome outcome) {
     }
 
-    /** One variant's sums on one workload over the measured rounds. */
-    private static final class Totals {
+    /** One variant's sums on one workload over the measured rounds, with the holders gauge. */
+    private static final class PermitsTotals extends Totals {
 
-        final Samples acquire = new Samples();
-        final double[] roundRates;
-        final long[] perThread;
         int mostHolders;
         long bodyRuns;
-        long elapsedNanos;
-        final Map<String, Long> commandsByName = new HashMap<>();
-        long redisCpuNanos;
-        long clientCpuNanos;
-        final Map<String, Long> failures = new LinkedHashMap<>();
 
-        Totals(int rounds, int threads) {
-            roundRates = new double[rounds];
-            perThread = new long[threads];
+        PermitsTotals(int rounds, int threads) {
+            super(rounds, threads);
         }
 
         void add(int round, Slot slot, Counters before, Counters after) {
-            acquire.addAll(slot.acquire());
-            for (int t = 0; t < perThread.length; t++) {
-                perThread[t] += slot.perThread()[t];
-            }
+            add(round, slot.cycles(), slot.outcome(), before, after);
             mostHolders = Math.max(mostHolders, slot.mostHolders());
             bodyRuns += slot.bodyRuns();
-            elapsedNanos += slot.elapsedNanos();
-            roundRates[round] = slot.acquire().size() * 1e9 / slot.elapsedNanos();
-            after.commands().forEach((name, calls) -> commandsByName.merge(name,
-                    calls - before.commands().getOrDefault(name, 0L), Long::sum));
-            redisCpuNanos += after.redisCpuNanos() - before.redisCpuNanos();
-            clientCpuNanos += after.clientCpuNanos() - before.clientCpuNanos();
-            slot.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
-        }
-
-        double rate() {
-            return acquire.size() * 1e9 / elapsedNanos;
         }
     }
 
@@ -336,30 +258,24 @@ public final class PermitsComparison {
                 + "| Redis CPU µs/cycle | client CPU µs/cycle |");
         out.println("|---|---|---:|---:|---|---:|---:|---|---:|---:|---|---:|---:|");
         for (Result r : run.results()) {
-            String perRound = Arrays.stream(r.vsReentrantPerRound())
-                    .mapToObj(v -> String.format(Locale.ROOT, "%.2f", v)).collect(Collectors.joining(" "));
-            String top = r.commandsByName().entrySet().stream().limit(4)
-                    .map(e -> String.format(Locale.ROOT, "%s %.1f", e.getKey(), e.getValue()))
-                    .collect(Collectors.joining(", "));
+            String perRound = Cells.ratios(r.vsReentrantPerRound());
+            String top = Cells.top(r.commandsByName());
             out.printf(Locale.ROOT, "| %s | %s | %d | %,.0f | %.2f (%s) | %s | %s | %s | %d of %d | %.1f | %s | %.0f "
                             + "| %.0f |%n",
                     r.variant().label, r.workload().label(), r.workload().threads(), r.cyclesPerSecond(),
-                    r.vsReentrant(), perRound, HotKeyComparison.ms(r.acquireP50()), HotKeyComparison.ms(r.acquireP99()),
+                    r.vsReentrant(), perRound, Cells.ms(r.acquireP50()), Cells.ms(r.acquireP99()),
                     r.workload().threads() > 1 ? r.minPerThread() + " / " + r.maxPerThread() : "–",
                     r.mostHolders(), r.variant().permits, r.commandsPerCycle(), top, r.redisCpuUsPerCycle(),
                     r.clientCpuUsPerCycle());
         }
         out.println();
-        out.println("Redis commands per cycle by name (INFO commandstats deltas; commands inside scripts included; "
-                + "≥ 0.01 per cycle):");
+        out.println(Cells.REDIS_COMMANDS_CAPTION);
         out.println();
         out.println("| lock | keys | threads | commands per cycle |");
         out.println("|---|---|---:|---|");
         for (Result r : run.results()) {
             out.printf(Locale.ROOT, "| %s | %s | %d | %s |%n", r.variant().label, r.workload().label(),
-                    r.workload().threads(), r.commandsByName().entrySet().stream().filter(e -> e.getValue() >= 0.005)
-                            .map(e -> String.format(Locale.ROOT, "%s %.2f", e.getKey(), e.getValue()))
-                            .collect(Collectors.joining(", ")));
+                    r.workload().threads(), Cells.perCycle(r.commandsByName(), "%s %.2f", ", "));
         }
         out.println();
         out.println("Checks: " + run.results().stream()

@@ -100,7 +100,7 @@ public final class Suite {
         report.printf(Locale.ROOT, "- JVM: %s %s; %d CPUs visible; max heap %d MB%n", System.getProperty("java.vm.name"),
                 System.getProperty("java.version"), Runtime.getRuntime().availableProcessors(),
                 Runtime.getRuntime().maxMemory() >> 20);
-        report.printf(Locale.ROOT, "- load average at start: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "- load average at start: %s%n", Counters.loadAverage());
         report.printf(Locale.ROOT, "- parts: %s%n", String.join(", ", parts));
     }
 
@@ -308,7 +308,7 @@ public final class Suite {
                     (base == null) ? "" : String.format(Locale.ROOT, "%.3f", mean / base));
         }
         failed.forEach(report::println);
-        report.printf(Locale.ROOT, "%nLoad average after the JMH trials: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "%nLoad average after the JMH trials: %s%n", Counters.loadAverage());
 
         report.println();
         report.println("Interleaved (noise-cancelling): every thread runs the five cycles in turn on keys of its own, "
@@ -319,7 +319,7 @@ public final class Suite {
             interleaved.add(InterleavedComparison.run(InterleavedComparison.typeCases(), t, full ? 5 : 2, full ? 3 : 2));
         }
         InterleavedComparison.print(interleaved, report);
-        report.printf(Locale.ROOT, "%nLoad average after the interleaved run: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "%nLoad average after the interleaved run: %s%n", Counters.loadAverage());
 
         report.println();
         report.println("Redis commands and CPU per cycle (RedisProfile):");
@@ -346,7 +346,7 @@ public final class Suite {
             results.add(InterleavedComparison.run(InterleavedComparison.nestedCases(), t, full ? 5 : 2, full ? 3 : 2));
         }
         InterleavedComparison.printNested(results, report);
-        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", Counters.loadAverage());
     }
 
     private void cluster() throws Exception {
@@ -355,11 +355,11 @@ public final class Suite {
                         + "3+3 cluster twice: checkLockSyncedSlaves on and off). @DistributedLock, one try, watchdog, "
                         + "one key per thread. The deployments take turns in equal time slots, in an order rotating per "
                         + "round; \"vs single\" is computed per round from neighbouring slots.");
-        report.printf(Locale.ROOT, "Load average at start: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "Load average at start: %s%n", Counters.loadAverage());
         progress("cluster comparison");
         int[] threads = full ? new int[] {1, 8, 64} : new int[] {1, 8};
         ClusterComparison.print(ClusterComparison.run(threads, full ? 4 : 2, full ? 3_000 : 2_000), report);
-        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", Counters.loadAverage());
     }
 
     private void backends() throws Exception {
@@ -375,10 +375,10 @@ public final class Suite {
                         + "body start). The backends take turns in equal time slots, in an order rotating per round; "
                         + "\"vs Redis\" is computed per round from neighbouring slots. ops = Redis commands, SQL "
                         + "statements, ZooKeeper packets or etcd gRPC messages per successful cycle.");
-        report.printf(Locale.ROOT, "Load average at start: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "Load average at start: %s%n", Counters.loadAverage());
         progress("backend comparison");
         BackendComparison.print(BackendComparison.run(backends, full ? 4 : 2, full ? 4_000 : 2_000), report);
-        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", loadAverage());
+        report.printf(Locale.ROOT, "%nLoad average at the end: %s%n", Counters.loadAverage());
     }
 
     private void hotKey() throws Exception {
@@ -401,15 +401,6 @@ public final class Suite {
     }
 
     // ---------------------------------------------------------------- plumbing
-
-    private static String loadAverage() {
-        try {
-            return Files.exists(Path.of("/proc/loadavg")) ? Files.readString(Path.of("/proc/loadavg")).trim() : "n/a";
-        }
-        catch (IOException ex) {
-            return "n/a";
-        }
-    }
 
     private ChainedOptionsBuilder base(String include) {
         return new OptionsBuilder().include(include).forks(1).jvmArgsAppend("-Xms1g", "-Xmx1g")
