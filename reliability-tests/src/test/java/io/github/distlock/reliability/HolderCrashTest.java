@@ -88,6 +88,42 @@ class HolderCrashTest {
         });
     }
 
+    /**
+     * permits = 2, both taken by holder JVMs (watchdog); one is SIGKILLed: while it lived its permit was renewed (no
+     * third holder got in), and after the kill the permit comes back within the watchdog timeout, while the live
+     * holder's permit stays taken.
+     */
+    @Test
+    void permitOfAKilledHolderComesBackWithinTheWatchdogTimeout() {
+        Distlock.app(redis.port(), WATCHDOG).run(context -> {
+            LockTemplate contender = context.getBean(LockTemplate.class);
+            LockOptions permit = LockOptions.waitFor(Duration.ZERO).withPermits(2);
+            try (RedisInspector redisView = new RedisInspector(redis.port());
+                    HolderProcess dying = HolderProcess.startPermit(redis.port(), "crash:permits", Duration.ZERO,
+                            WATCHDOG, 2);
+                    HolderProcess living = HolderProcess.startPermit(redis.port(), "crash:permits", Duration.ZERO,
+                            WATCHDOG, 2)) {
+                dying.awaitHolding(HOLDER_START);
+                living.awaitHolding(HOLDER_START);
+                Duration alive = WATCHDOG.multipliedBy(5).dividedBy(2);
+                await().during(alive).atMost(alive.plusSeconds(3)).pollInterval(Duration.ofMillis(20))
+                        .until(() -> !contender.tryRun("crash:permits", permit, () -> { }) && dying.isAlive());
+
+                dying.kill();
+                long killedAt = System.nanoTime();
+                await().atMost(WATCHDOG.plusSeconds(1)).pollInterval(Duration.ofMillis(10))
+                        .until(() -> contender.tryRun("crash:permits", permit, () -> assertThat(
+                                redisView.zcard("distlock_permits:{lock:crash:permits}")).isEqualTo(2)));
+                long freeAfterMs = (System.nanoTime() - killedAt) / 1_000_000;
+                System.out.printf("MEASURED crash/permits: a killed holder's permit came back %d ms after the kill "
+                        + "(watchdog timeout %d ms)%n", freeAfterMs, WATCHDOG.toMillis());
+                assertThat(living.isAlive()).isTrue();
+                assertThat(redisView.zcard("distlock_permits:{lock:crash:permits}")).as("the live holder's permit")
+                        .isEqualTo(1);
+            }
+        });
+    }
+
     /** One try without waiting; the lock is released again at once when it was free. */
     private static boolean tryOnce(LockTemplate locks, String key) {
         return locks.tryRun(key, LockOptions.waitFor(Duration.ZERO), () -> {

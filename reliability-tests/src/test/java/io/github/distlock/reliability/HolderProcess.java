@@ -42,6 +42,13 @@ final class HolderProcess implements AutoCloseable {
                 Long.toString(lease.toMillis()), Long.toString(watchdogTimeout.toMillis()), type.name());
     }
 
+    /** A holder of one of {@code permits} permits of the key (watchdog or fixed lease). */
+    static HolderProcess startPermit(int redisPort, String key, Duration lease, Duration watchdogTimeout, int permits) {
+        return start(List.of("-XX:TieredStopAtLevel=1"), LockHolderMain.class, Integer.toString(redisPort), key,
+                Long.toString(lease.toMillis()), Long.toString(watchdogTimeout.toMillis()), LockType.REENTRANT.name(),
+                Integer.toString(permits));
+    }
+
     /** Any main class of this test class path in its own JVM, with extra JVM options. */
     static HolderProcess start(List<String> jvmOptions, Class<?> mainClass, String... args) {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();

@@ -18,7 +18,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * killed.
  *
  * <p>Arguments: redis port, lock key, lease in ms (0 = watchdog), watchdog timeout in ms, and optionally the
- * {@link LockType} (default {@code REENTRANT}).
+ * {@link LockType} (default {@code REENTRANT}) and the permits (default 1: a lock).
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
@@ -30,6 +30,7 @@ public class LockHolderMain {
         long leaseMs = Long.parseLong(args[2]);
         long watchdogMs = Long.parseLong(args[3]);
         LockType type = (args.length > 4) ? LockType.valueOf(args[4]) : LockType.REENTRANT;
+        int permits = (args.length > 5) ? Integer.parseInt(args[5]) : 1;
         ConfigurableApplicationContext context = new SpringApplicationBuilder(LockHolderMain.class)
                 .web(WebApplicationType.NONE)
                 .properties("spring.main.banner-mode=off", "logging.level.root=WARN",
@@ -38,7 +39,8 @@ public class LockHolderMain {
                 .run();
         LockTemplate locks = context.getBean(LockTemplate.class);
         LockOptions options = new LockOptions(Duration.ZERO,
-                (leaseMs > 0) ? Duration.ofMillis(leaseMs) : LockOptions.WATCHDOG, false).withType(type);
+                (leaseMs > 0) ? Duration.ofMillis(leaseMs) : LockOptions.WATCHDOG, false).withType(type)
+                .withPermits(permits);
         long askedAt = System.currentTimeMillis();
         locks.run(key, options, () -> {
             System.out.println("HOLDING " + askedAt);

@@ -45,6 +45,11 @@ final class RedisInspector implements AutoCloseable {
         return sync().pttl(key);
     }
 
+    /** Members of a sorted set (the permits of a key). */
+    long zcard(String key) {
+        return sync().zcard(key);
+    }
+
     Map<String, String> hash(String key) {
         return sync().hgetall(key);
     }
