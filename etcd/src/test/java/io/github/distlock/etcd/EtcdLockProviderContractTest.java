@@ -27,26 +27,18 @@ class EtcdLockProviderContractTest extends LockProviderContractTest {
     private static EtcdServer server;
     private static Client client;
 
+    private static EtcdTesting.Running running;
+
     @BeforeAll
     static void startServer() {
-        server = EtcdServer.startUnlessSkipped();
-        if (server != null) {
-            client = EtcdTesting.connect(server.endpoint());
-        }
+        running = EtcdTesting.Running.start();
+        server = running.server();
+        client = running.client();
     }
 
     @AfterAll
     static void stopServer() {
-        try {
-            if (client != null) {
-                client.close();
-            }
-        }
-        finally {
-            if (server != null) {
-                server.close();
-            }
-        }
+        running.stop();
     }
 
     @Override

@@ -13,26 +13,18 @@ class EtcdLockTemplateContractTest extends LockTemplateContractTest {
     private static EtcdServer server;
     private static Client client;
 
+    private static EtcdTesting.Running running;
+
     @BeforeAll
     static void start() {
-        server = EtcdServer.startUnlessSkipped();
-        if (server != null) {
-            client = EtcdTesting.connect(server.endpoint());
-        }
+        running = EtcdTesting.Running.start();
+        server = running.server();
+        client = running.client();
     }
 
     @AfterAll
     static void stop() {
-        try {
-            if (client != null) {
-                client.close();
-            }
-        }
-        finally {
-            if (server != null) {
-                server.close();
-            }
-        }
+        running.stop();
     }
 
     @Override

@@ -25,28 +25,20 @@ abstract class EtcdServerTestBase {
     /** The key namespace of this class's providers, apart from every other test class's. */
     abstract String namespace();
 
+    private static EtcdTesting.Running running;
+
     @BeforeAll
     static void startServer() {
-        server = EtcdServer.startUnlessSkipped();
-        if (server != null) {
-            client = EtcdTesting.connect(server.endpoint());
-        }
+        running = EtcdTesting.Running.start();
+        server = running.server();
+        client = running.client();
     }
 
     @AfterAll
     static void stopServer() {
-        try {
-            if (client != null) {
-                client.close();
-            }
-        }
-        finally {
-            if (server != null) {
-                server.close();
-            }
-            client = null;
-            server = null;
-        }
+        running.stop();
+        client = null;
+        server = null;
     }
 
     @BeforeEach

@@ -6,6 +6,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.options.GetOption;
+import io.github.distlock.testsupport.EtcdServer;
 
 /** Clients and inspection of a test etcd. */
 final class EtcdTesting {
@@ -17,6 +18,30 @@ final class EtcdTesting {
     static final Duration WATCHDOG = Duration.ofSeconds(3);
 
     private EtcdTesting() {
+    }
+
+    /** A test class's etcd server and its client; both {@code null} when etcd is skipped on this machine. */
+    record Running(EtcdServer server, Client client) {
+
+        /** Starts a server (unless skipped) and connects a client to it. */
+        static Running start() {
+            EtcdServer server = EtcdServer.startUnlessSkipped();
+            return new Running(server, (server != null) ? connect(server.endpoint()) : null);
+        }
+
+        /** Closes the client, then stops the server, even when closing the client fails. */
+        void stop() {
+            try {
+                if (client != null) {
+                    client.close();
+                }
+            }
+            finally {
+                if (server != null) {
+                    server.close();
+                }
+            }
+        }
     }
 
     static Client connect(String endpoint) {
