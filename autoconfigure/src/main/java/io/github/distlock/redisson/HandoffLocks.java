@@ -61,6 +61,9 @@ final class HandoffLocks {
 
     private static final String CHANNEL_PREFIX = "distlock:handoff:";
 
+    /** After the key in a close message: {@code <close ms>|<owner>,<owner>...|}, then the reason. */
+    private static final java.util.regex.Pattern CLOSED_WAITERS = java.util.regex.Pattern.compile("(\\d+)\\|(-?\\d+(?:,-?\\d+)*)\\|");
+
     /**
      * Lua shared by the scripts: the first live waiter (skipping list elements whose entry is gone or expired), and the
      * grant to it. KEYS[1] lock, KEYS[2] queue, KEYS[3] entries.
@@ -202,19 +205,29 @@ final class HandoffLocks {
 
     /**
      * Closes a key: marks it (KEYS[4], value ARGV[1]), empties the queue, and tells each client with a waiter in it
-     * (once per client). The holder, if any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key.
-     * Returns the number of waiters told.
+     * (once per client) which of its waiters the close took out of the queue, and when (Redis's clock). The holder, if
+     * any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key. Message:
+     * {@code c|<key length in bytes>|<key><close ms>|<owner>,<owner>...|<reason>}. Returns the number of waiters told.
      */
-    private static final String CLOSE = """
+    private static final String CLOSE = "redis.replicate_commands()\n" + FUNCTIONS + """
             redis.call('set', KEYS[4], ARGV[1])
             local waiting = redis.call('hkeys', KEYS[3])
-            local told = {}
+            local owners = {}
+            local clients = {}
             for _, field in ipairs(waiting) do
-              local client = string.match(field, '^(.*):%-?%d+$')
-              if client and not told[client] then
-                told[client] = true
-                redis.call('publish', ARGV[2] .. client, 'c|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. ARGV[1])
+              local client, owner = string.match(field, '^(.*):(%-?%d+)$')
+              if client then
+                if not owners[client] then
+                  owners[client] = {}
+                  table.insert(clients, client)
+                end
+                table.insert(owners[client], owner)
               end
+            end
+            local now = string.format('%.0f', now_ms())
+            for _, client in ipairs(clients) do
+              redis.call('publish', ARGV[2] .. client, 'c|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. now .. '|'
+                  .. table.concat(owners[client], ',') .. '|' .. ARGV[1])
             end
             redis.call('del', KEYS[2], KEYS[3])
             return #waiting
@@ -415,16 +428,30 @@ final class HandoffLocks {
                 // no waiter: it gave up meanwhile, and its give-up script (release or leave) passes the grant on
             }
             else if (message.startsWith("c|")) {
-                // the length Lua wrote is in bytes
+                // the key's length Lua wrote is in bytes
                 byte[] bytes = message.getBytes(java.nio.charset.StandardCharsets.UTF_8);
                 int a = message.indexOf('|', 2);
                 int length = Integer.parseInt(message.substring(2, a));
                 String key = new String(bytes, a + 1, length, java.nio.charset.StandardCharsets.UTF_8);
-                String reason = new String(bytes, a + 1 + length, bytes.length - a - 1 - length,
+                String rest = new String(bytes, a + 1 + length, bytes.length - a - 1 - length,
                         java.nio.charset.StandardCharsets.UTF_8);
+                java.util.Set<Long> removed = new java.util.HashSet<>();
+                long closedAt = 0;
+                String reason = rest;
+                java.util.regex.Matcher listed = CLOSED_WAITERS.matcher(rest);
+                if (listed.lookingAt()) {
+                    closedAt = Long.parseLong(listed.group(1));
+                    for (String owner : listed.group(2).split(",")) {
+                        if (!owner.isEmpty()) {
+                            removed.add(Long.parseLong(owner));
+                        }
+                    }
+                    reason = rest.substring(listed.end());
+                }
+                // else: a close by an older version, which named nobody: every waiter leaves, as they all did then
                 for (Waiter waiter : waiting.values()) {
                     if (waiter.key.equals(key)) {
-                        waiter.closed(reason);
+                        waiter.closed(reason, removed.contains(waiter.owner), closedAt);
                     }
                 }
             }
@@ -467,6 +494,8 @@ final class HandoffLocks {
         /** Redis's clock minus this JVM's nanoTime, in ns, from the last queueing reply; its uncertainty in ns. */
         private volatile long clockOffset;
         private volatile long clockError = Long.MAX_VALUE;
+        /** Redis's time (ms) of this waiter's last queueing script that answered "queued"; 0 before the first. */
+        private volatile long queuedAt;
 
         Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
             this.key = key;
@@ -514,7 +543,8 @@ final class HandoffLocks {
                 finish(Granted.FULL);
             }
             else if (code == CLOSED) {
-                closed(answer.get(1).toString());
+                // the script took the entry out itself
+                closed(answer.get(1).toString(), true, Long.MAX_VALUE);
             }
             else if (done.get()) {
                 // answered meanwhile (grant, close, give-up): a queueing script that ran after a give-up queued a ghost
@@ -539,6 +569,15 @@ final class HandoffLocks {
                     // the reply's Redis time was read between sent and received: the midpoint is off by half the trip
                     clockOffset = redisNow * 1_000_000 - (sent + (received - sent) / 2);
                     clockError = (received - sent) / 2 + 1_000_000;
+                    queuedAt = redisNow;
+                }
+                if (done.get()) {
+                    // a close took done after the check above: queuedAt was written before this read, so either the
+                    // close saw it (and left if it must) or its result is complete by now and this leaves
+                    if (gaveUp()) {
+                        leaveQuietly();
+                    }
+                    return;
                 }
                 schedulePoll();
             }
@@ -627,14 +666,22 @@ final class HandoffLocks {
             });
         }
 
-        void closed(String reason) {
+        /**
+         * The key was closed. {@code removed}: the close took this waiter's entry out of the queue, at Redis time
+         * {@code closedAt} ms. Then nothing is left to take out, unless this waiter queued again since (a close message
+         * read after a reopen and a poll that queued it anew): only then, or when the close did not see it, it leaves
+         * — not one script per waiter on every close.
+         */
+        void closed(String reason, boolean removed, long closedAt) {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);
                 result.completeExceptionally(new LockKeyClosedException(key, reason));
-                // a close message that arrived after a reopen may find a waiter queued since: take it out (the close
-                // script emptied the queue it saw; this one is newer)
-                leaveQuietly();
+                // read after the result is complete: a queueing reply being handled now either wrote queuedAt before
+                // this read, or reads done (and finds the result complete) after it, and leaves itself
+                if (!removed || queuedAt >= closedAt) {
+                    leaveQuietly();
+                }
             }
         }
 

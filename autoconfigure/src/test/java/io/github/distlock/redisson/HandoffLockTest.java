@@ -172,6 +172,7 @@ class HandoffLockTest extends HandoffTestBase {
         awaitQueued("sale", 180);
         java.util.concurrent.ConcurrentLinkedQueue<Long> answered = new java.util.concurrent.ConcurrentLinkedQueue<>();
         waiters.forEach(waiter -> waiter.whenComplete((handle, failure) -> answered.add(System.nanoTime())));
+        long hdelsBefore = calls("hdel");
         long closing = System.nanoTime();
         assertThat(a.closeKey("sale", "sold out")).isEqualTo(180);
         CompletableFuture.allOf(waiters.toArray(CompletableFuture[]::new)).handle((ignored, failure) -> null)
@@ -181,8 +182,59 @@ class HandoffLockTest extends HandoffTestBase {
         System.out.printf("MEASURED close: 180 queued waiters over 2 clients answered %d ms after the close call%n", last);
         assertThat(waiters).allSatisfy(waiter -> assertThat(waiter).isCompletedExceptionally());
         assertThat(last).as("ms from the close to the last answer").isLessThan(1_000);
+        // the close took them all out of the queue and said so: no waiter sends a script to leave it (each did once,
+        // twice with its retry: 360 scripts competing with the 180 answers). Only a poll on its way at the close can
+        // run into the closed mark and take its own entry out (an HDEL each): a few at most
+        await("no leaves").during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2))
+                .until(() -> calls("hdel") - hdelsBefore, hdels -> hdels <= 10);
         assertThat(holder.release()).isTrue();
         a.reopenKey("sale");
+    }
+
+    /**
+     * A close message read after the key was reopened and the waiter queued again (it travels on another connection
+     * than the poll's reply): the close had taken the waiter's old entry out, but the new one is there. The waiter,
+     * told "closed", must take it out — or the next release grants the lock to nobody, and the key is stuck for a
+     * grant. Played by hand: the close without its message, the reopen, the poll that queues again, then the message.
+     */
+    @Test
+    void aCloseMessageReadAfterAReopenAndARequeueTakesTheNewEntryOut() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(60), Duration.ZERO));
+        awaitQueued("k", 1);
+        String field = ((List<?>) redis("HKEYS", "distlock_waiters:{k}")).get(0).toString();
+        String owner = field.substring(field.lastIndexOf(':') + 1);
+        // the close script's effect, without its message
+        String closedAt = ((List<?>) redis("TIME")).get(0) + "000";
+        redis("SET", "distlock_closed:{k}", "sold out");
+        redis("DEL", "distlock_queue:{k}", "distlock_waiters:{k}");
+        // reopened, and the waiter's next poll (every 333 ms) queues it again
+        redis("DEL", "distlock_closed:{k}");
+        awaitQueued("k", 1);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closedAt + "|" + owner + "|sold out");
+
+        assertThatThrownBy(() -> waiter.get(2, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
+        await("the new entry taken out").atMost(Duration.ofMillis(500))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{k}"), n -> n == 0);
+        assertThat(holder.release()).isTrue();
+        assertThat(redis("EXISTS", "k")).as("the lock, not handed to the waiter that was told closed").isEqualTo(0L);
+    }
+
+    /** A close by an older version names no waiters: each waiter told takes its entry out, as all did then. */
+    @Test
+    void aCloseMessageOfAnOlderVersionStillAnswersAndEmptiesTheQueue() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(60), Duration.ZERO));
+        awaitQueued("k", 1);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k12|3 sold out");
+
+        assertThatThrownBy(() -> waiter.get(2, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: 12|3 sold out");
+        await("its entry taken out").atMost(Duration.ofMillis(500))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{k}"), n -> n == 0);
+        assertThat(holder.release()).isTrue();
+        assertThat(redis("EXISTS", "k")).isEqualTo(0L);
     }
 
     /** Closing reaches waiters of every client through their own channel, and leaves no queue behind. */

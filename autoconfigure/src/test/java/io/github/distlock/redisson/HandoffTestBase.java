@@ -79,4 +79,12 @@ abstract class HandoffTestBase {
     static void awaitQueued(String key, int count) {
         await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
     }
+
+    /** How often Redis has run {@code command} since it started (INFO commandstats; commands inside scripts count). */
+    static long calls(String command) {
+        String stats = (String) redis("INFO", "commandstats");
+        java.util.regex.Matcher calls = java.util.regex.Pattern.compile("cmdstat_" + command + ":calls=(\\d+)")
+                .matcher(stats);
+        return calls.find() ? Long.parseLong(calls.group(1)) : 0;
+    }
 }
