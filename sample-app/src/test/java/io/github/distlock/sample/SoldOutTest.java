@@ -44,14 +44,22 @@ class SoldOutTest {
      * last answer, in this JVM on one clock: the close's round trip, the waiters' wake-up, and 180 responses through
      * Tomcat, Spring MVC and the JDK's HTTP client, all on the same CPUs.
      *
-     * <p>The goal is 100 ms, and the lock's part of it is a few: Redis runs the close in under 1 ms and the first
-     * refusal reaches the client 7–30 ms after it. The rest is CPU: each refusal costs about 1 ms of this 2-core
-     * machine's time (shared with other builds; load average 4–8 in the runs measured) in the HTTP path on both
-     * ends, so the last came 190–480 ms after the close. The bound is set where a loaded CI machine holds it; what
-     * the close changes is asserted exactly instead: every queued buyer was told by the close, and none of them took
-     * the product lock (without the close each takes it in turn: the last answer then came ~775 ms after).
+     * <p>A sanity bound, not the measurement: timing is measured, not asserted (a loaded CI machine must not turn a
+     * correct close red). The goal is 100 ms; the test prints what each measured sale took, on a server warmed up by
+     * {@link #WARM_UP_SALES} sales first (docs/performance.md has the numbers). What the close changes is asserted
+     * exactly instead: every queued buyer was told by the close, and none of them took the product lock (without the
+     * close each takes it in turn: the last answer then came ~775 ms after).
      */
     private static final Duration ANSWER_BOUND = Duration.ofSeconds(1);
+
+    /**
+     * Sales before the measured ones: a live shop's server has its refusal path compiled by the JIT; a fresh test JVM
+     * has not. The last answer came 250–330 ms after the close in the first sale of a fresh JVM and settled at 80–95
+     * ms from about the tenth (2,000 refusals) on, on this 2-core machine.
+     */
+    private static final int WARM_UP_SALES = 12;
+
+    private static final int MEASURED_SALES = 3;
 
     @RegisterExtension
     static final RedisServerExtension redis = new RedisServerExtension();
@@ -83,15 +91,28 @@ class SoldOutTest {
     @Test
     void afterTheLastSaleTheBuyersStillQueuedAreToldOutOfStockAtOnceWithoutTakingTheLock() throws Exception {
         assertThat(app.context().getBean(ProductLocks.class).sellOptions().type()).isEqualTo(LockType.FAIR);
-        // a warm-up sale first: the server of a real sale has served requests before; a cold JVM (classes loading,
-        // the exception and problem-detail paths interpreted) is measured here too, but not held to the bound
-        QueuedSale warmUp = queuedSale(40, 4, 3_000);
-        assertThat(warmUp.placed()).hasSize(4);
-        System.out.println("Warm-up (cold JVM): " + warmUp.timing());
+        long firstUser = 10_000;
+        for (int i = 1; i <= WARM_UP_SALES; i++, firstUser += BUYERS) {
+            QueuedSale warmUp = queuedSale(BUYERS, STOCK, firstUser);
+            assertThat(warmUp.placed()).hasSize(STOCK);
+            System.out.println("Warm-up sale " + i + ": " + warmUp.timing());
+        }
+        List<Long> lastAnswers = new ArrayList<>();
+        for (int i = 1; i <= MEASURED_SALES; i++, firstUser += BUYERS) {
+            QueuedSale sale = queuedSale(BUYERS, STOCK, firstUser);
+            System.out.println("Measured sale " + i + ": " + sale.timing());
+            assertClosedAndAnswered(sale);
+            lastAnswers.add(sale.refusalsAfterCloseMicros().get(BUYERS - STOCK - 1));
+        }
+        System.out.println("MEASURED flash-sale close over HTTP: last of " + (BUYERS - STOCK)
+                + " queued buyers answered " + lastAnswers.stream().map(us -> String.format("%.1f", us / 1e3)).toList()
+                + " ms after the close, in " + MEASURED_SALES + " sales after " + WARM_UP_SALES + " warm-up sales");
+        assertThat(lastAnswers).as("last refusal after the close, µs").allSatisfy(
+                us -> assertThat(us).isLessThanOrEqualTo(ANSWER_BOUND.toNanos() / 1_000));
+    }
 
-        QueuedSale sale = queuedSale(BUYERS, STOCK, 5_000);
+    private void assertClosedAndAnswered(QueuedSale sale) {
         long productId = sale.productId();
-        System.out.println("Sale: " + sale.timing());
         assertThat(sale.placed()).hasSize(STOCK);
         assertThat(sale.refused()).hasSize(BUYERS - STOCK).allSatisfy(r -> {
             assertThat(r.status()).isEqualTo(409);
@@ -109,11 +130,7 @@ class SoldOutTest {
         assertThat((Long) inspector.call("HLEN", waitersKey(productId))).isZero();
         // locks released: the test's, 200 order locks, 20 sales' product locks; none of the 180 took the product lock
         assertThat(sale.locksReleased()).isEqualTo(1 + BUYERS + STOCK);
-
-        List<Long> afterClose = sale.refusalsAfterCloseMicros();
-        assertThat(afterClose.get(0)).as("first refusal after the close, µs").isPositive();
-        assertThat(afterClose.get(afterClose.size() - 1)).as("last refusal after the close, µs")
-                .isLessThanOrEqualTo(ANSWER_BOUND.toNanos() / 1_000);
+        assertThat(sale.refusalsAfterCloseMicros().get(0)).as("first refusal after the close, µs").isPositive();
     }
 
     /**
