@@ -5,8 +5,8 @@ package io.github.distlock;
  *
  * <p>Use one family per key: {@code REENTRANT} and {@code FAIR} locks of one key exclude each other; {@code READ} and
  * {@code WRITE} locks of one key form a family of their own. Whether the two families of one key exclude each other
- * depends on the backend: on Redis they do not (the read/write lock lives in {@code <key>:rw}, apart from the
- * other, so that neither can corrupt the other), so never lock one key both ways.
+ * depends on the backend: on Redis they do not (the read/write lock lives in {@code distlock_rw:{<key>}}, apart
+ * from the other, so that neither can corrupt the other), so never lock one key both ways.
  */
 public enum LockType {
 

@@ -41,7 +41,7 @@ import org.redisson.client.codec.StringCodec;
  * first checks that the lock is still this owner's, so tokens follow the order in which holders held the lock.
  *
  * <p>As a {@link LockInspector} it reads and deletes the lock hashes directly (both families of a key: the hash of
- * {@code REENTRANT}/{@code FAIR} and the {@code <key>:rw} hash of {@code READ}/{@code WRITE}), and announces this
+ * {@code REENTRANT}/{@code FAIR} and the {@code distlock_rw:{<key>}} hash of {@code READ}/{@code WRITE}), and announces this
  * instance in a string {@code distlock:instance:{<client id>}} (one {@code SET ... PX}, no script: lock scripts are what
  * operators count) that expires after the watchdog timeout unless refreshed (every third of it) — the client id being
  * the first part of every owner field this client writes.
@@ -213,9 +213,13 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         };
     }
 
-    /** The Redis key of the READ/WRITE lock of {@code key}: {@code <key>:rw}. */
+    /**
+     * The Redis key of the READ/WRITE lock of {@code key}: {@code distlock_rw:{<key>}} (in {@code key}'s slot). Not
+     * {@code <key>:rw}, which was the REENTRANT lock of a key named {@code <key>:rw} too: its release deleted the
+     * read/write hash under its holders, and a second writer got in.
+     */
     static String readWriteKey(String key) {
-        return key + ":rw";
+        return RedissonObject.prefixName("distlock_rw", key);
     }
 
     /** The hash field Redisson writes for {@code owner}: the write half of a read/write lock adds a suffix. */
@@ -228,7 +232,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("Redisson locks of type READ cannot be fenced: readers take no token");
         }
-        checkHashTag(request.key());
+        checkKey(request.key());
         RLock lock = lock(request.type(), request.key());
         long owner = request.owner().id();
         // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
@@ -434,14 +438,23 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     /** Closes {@code key} for {@code FAIR} locks: see {@link LockProvider#closeKey}. */
     @Override
     public long closeKey(String key, String reason) {
-        checkHashTag(key);
+        checkKey(key);
         return handoffs.close(key, reason);
     }
 
     @Override
     public void reopenKey(String key) {
-        checkHashTag(key);
+        checkKey(key);
         handoffs.reopen(key);
+    }
+
+    /**
+     * Refuses lock keys this provider cannot keep apart from others': see {@link #checkHashTag} and
+     * {@link #checkNamespace}.
+     */
+    static void checkKey(String key) {
+        checkHashTag(key);
+        checkNamespace(key);
     }
 
     /**
@@ -459,6 +472,20 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             throw new IllegalArgumentException("Lock key '" + key + "' has a '{' that opens no hash tag (a non-empty "
                     + "{...}): on Redis Cluster its companion keys would land in other slots and it could never be "
                     + "released. Use a complete hash tag such as {tenant-7}, or no braces");
+        }
+    }
+
+    /**
+     * The companions of a lock — its read/write hash, FAIR queue, permits, fencing counter — are named
+     * {@code distlock_<what>:{<key>}} and {@code redisson_<what>:{<key>}}. A lock key in those namespaces could be
+     * another lock's companion (a WRONGTYPE for that lock, or worse), so it is refused. Keys normally start with
+     * {@code distlock.key-prefix} ({@code lock:}), which keeps them out; only an empty prefix lets them in.
+     */
+    static void checkNamespace(String key) {
+        if (key.startsWith("distlock_") || key.startsWith("redisson_")) {
+            throw new IllegalArgumentException("Lock key '" + key + "' is in a namespace distlock keeps for the Redis "
+                    + "keys that go with a lock (distlock_*, redisson_*): use another name, or a key prefix "
+                    + "(distlock.key-prefix, default 'lock:')");
         }
     }
 
@@ -581,12 +608,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     }
 
     /**
-     * Both families of {@code key}: they live in different hash slots, so one script each. An owner holds a key in
+     * Both families of {@code key}: they live in two hashes, so one script each. An owner holds a key in
      * one family only, so with an expected owner at most one of them is deleted, the one the owner holds (each script
      * checks and deletes atomically); the other is only read.
      */
     private ForceRelease inspect(String key, boolean evict, String expectedOwner) {
-        checkHashTag(key);
+        checkKey(key);
         String readWrite = readWriteKey(key);
         String owner = (expectedOwner != null) ? expectedOwner : "";
         CompletableFuture<List<Object>> exclusive = readOrEvict(List.of(key,

@@ -37,6 +37,9 @@ class ReviewFindingsTest extends RedisIntegrationTest {
     LockTemplate locks;
 
     @Autowired
+    io.github.distlock.spi.LockProvider provider;
+
+    @Autowired
     Nested nested;
 
     @Autowired
@@ -88,6 +91,25 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         }
         assertThat(locks.execute("tenant:{7}:order", () -> "tagged keys work")).isEqualTo("tagged keys work");
         assertThat(redisCommands.keys("lock:*")).isEmpty();
+    }
+
+    /**
+     * A lock key in the namespace of the keys that go with locks (read/write hashes, FAIR queues, permits, fencing
+     * counters) could be another lock's companion: refused before anything is written. Only reachable with an empty
+     * {@code distlock.key-prefix}; the default prefix keeps every key out of it.
+     */
+    @Test
+    void keysInTheCompanionNamespaceAreRefused() {
+        for (String key : List.of("distlock_queue:{lock:x}", "distlock_rw:{lock:x}", "redisson_lock_token:{lock:x}")) {
+            assertThatThrownBy(() -> provider.acquire(new io.github.distlock.spi.LockRequest(key, 0, 0, false,
+                    io.github.distlock.LockType.REENTRANT, io.github.distlock.spi.LockOwner.next()))).as(key)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("Lock key '" + key + "' is in a namespace distlock keeps for the Redis keys that go "
+                            + "with a lock (distlock_*, redisson_*): use another name, or a key prefix "
+                            + "(distlock.key-prefix, default 'lock:')");
+        }
+        assertThat(redisCommands.keys("*distlock_*")).isEmpty();
+        assertThat(redisCommands.keys("*redisson_*")).isEmpty();
     }
 
     /** 5: values with a toString() of their own that still print an identity inside. */

@@ -592,6 +592,101 @@ public abstract class LockProviderContractTest {
                 .isEmpty();
     }
 
+    /**
+     * A key named like another key's companion (a backend's read/write hash, queue, permits or token counter — names
+     * an application may well produce from user input, say {@code 'file:' + #path} with a path ending in
+     * {@code :rw}) is a lock of its own: free while the other is held, and neither release touches the other. A
+     * backend may refuse names in a namespace it reserves, with {@link IllegalArgumentException}.
+     */
+    @Test
+    protected void aKeyNamedLikeAnotherKeysCompanionIsALockOfItsOwn() {
+        List<LockType> types = new ArrayList<>(supportedTypes());
+        List<java.util.function.UnaryOperator<String>> lookalikes = List.of(k -> k + ":rw", k -> k + ":permits",
+                k -> "distlock_rw:{" + k + "}", k -> "distlock_queue:{" + k + "}", k -> "redisson_lock_token:{" + k + "}");
+        List<String> problems = new ArrayList<>();
+        int n = 0;
+        for (LockType baseType : types) {
+            for (java.util.function.UnaryOperator<String> lookalike : lookalikes) {
+                for (LockType otherType : types) {
+                    for (int variant = 0; variant < 4; variant++) {
+                        String base = key("c" + n++);
+                        String other = lookalike.apply(base);
+                        boolean baseFirst = variant < 2;
+                        boolean releaseBaseFirst = variant % 2 == 0;
+                        String label = baseType + " " + base + " / " + otherType + " " + other;
+                        try {
+                            Try first = baseFirst ? new Try(hold(base, baseType), false) : tryOrRefused(other, otherType);
+                            if (first.refused()) {
+                                // the backend refuses names in a namespace of its own
+                                continue;
+                            }
+                            if (first.handle() == null) {
+                                problems.add(label + ": " + other + " was refused although free");
+                                continue;
+                            }
+                            Try second = baseFirst ? tryOrRefused(other, otherType) : new Try(tryOnce(base, baseType), false);
+                            if (second.refused()) {
+                                first.handle().release();
+                                continue;
+                            }
+                            if (second.handle() == null) {
+                                problems.add(label + ": the second was refused while the first was held");
+                                first.handle().release();
+                                continue;
+                            }
+                            LockHandle baseHandle = baseFirst ? first.handle() : second.handle();
+                            LockHandle otherHandle = baseFirst ? second.handle() : first.handle();
+                            LockHandle released = releaseBaseFirst ? baseHandle : otherHandle;
+                            LockHandle kept = releaseBaseFirst ? otherHandle : baseHandle;
+                            String keptKey = releaseBaseFirst ? other : base;
+                            LockType keptType = releaseBaseFirst ? otherType : baseType;
+                            if (!released.release()) {
+                                problems.add(label + ": " + (releaseBaseFirst ? base : other) + " was not its holder's");
+                            }
+                            LockHandle intruder = tryOnce(keptKey, keptType.exclusive() ? keptType
+                                    : (types.contains(LockType.WRITE) ? LockType.WRITE : keptType));
+                            if (intruder != null && (keptType.exclusive() || types.contains(LockType.WRITE))) {
+                                problems.add(label + ": " + keptKey + " was taken again after the other's release");
+                            }
+                            if (intruder != null) {
+                                intruder.release();
+                            }
+                            if (!kept.release()) {
+                                problems.add(label + ": " + keptKey + " was no longer its holder's after the other's release");
+                            }
+                        }
+                        catch (RuntimeException | AssertionError ex) {
+                            // a lock the test still holds is released after it (acquireAsync keeps the handles)
+                            String failure = String.valueOf(ex);
+                            problems.add(label + ": " + failure.substring(0, Math.min(200, failure.length())));
+                        }
+                    }
+                }
+            }
+        }
+        assertThat(problems).as("keys named like another key's companions").isEmpty();
+    }
+
+    /** One try of a name that may be in the backend's reserved namespace: refused, or the handle ({@code null}: held). */
+    private Try tryOrRefused(String key, LockType type) {
+        try {
+            return new Try(tryOnce(key, type), false);
+        }
+        catch (IllegalArgumentException ex) {
+            return new Try(null, true);
+        }
+        catch (AssertionError ex) {
+            if (ex.getCause() instanceof IllegalArgumentException) {
+                return new Try(null, true);
+            }
+            throw ex;
+        }
+    }
+
+    /** What one try got: a handle, {@code null} when the lock was held, or refused as a reserved name. */
+    private record Try(LockHandle handle, boolean refused) {
+    }
+
     /** REENTRANT and FAIR form one family, READ and WRITE another (see {@link LockType}). */
     private static int family(LockType type) {
         return (type == LockType.READ || type == LockType.WRITE) ? 1 : 0;
