@@ -23,8 +23,13 @@ public class IdempotentOrderService {
      * 409. The same key with another body fails with
      * {@link io.github.distlock.idempotent.IdempotencyKeyReusedException} (422). A request that failed (sold out, say)
      * stores nothing: its retry runs again.
+     *
+     * <p>A key is the user's: the same key from another user is another request (the draft leaves keys to the
+     * client, and two clients can pick one by mistake), not a 422 and never the first user's order. The shop has no
+     * sign-in, so the user is the body's {@code userId}; an application with authentication would scope by the
+     * authenticated principal instead.
      */
-    @Idempotent(key = "'order-request:' + #idempotencyKey", fingerprint = "#request",
+    @Idempotent(key = "'order-request:' + #request.userId() + ':' + #idempotencyKey", fingerprint = "#request",
             ttl = "${sample.idempotency.ttl:24h}")
     public Order placeOrder(String idempotencyKey, OrderRequest request) {
         return orders.placeOrder(request.userId(), request.productId(), request.quantity());

@@ -69,7 +69,7 @@ class IdempotencyKeyTest extends MultiInstanceApps {
         assertThat(stockOf(productId)).isEqualTo(99);
 
         // the mark: in Redis, with about the configured day to live
-        long ttl = ((Number) RespClient.callOnce(redis().port(), "PTTL", "lock:idempotent-mark:order-request:" + key))
+        long ttl = ((Number) RespClient.callOnce(redis().port(), "PTTL", "lock:idempotent-mark:order-request:4711:" + key))
                 .longValue();
         assertThat(ttl).isGreaterThan(23 * 3600_000L).isLessThanOrEqualTo(24 * 3600_000L);
 
@@ -80,6 +80,16 @@ class IdempotencyKeyTest extends MultiInstanceApps {
         assertThat(reused.headers().firstValue("Content-Type")).hasValue("application/problem+json");
         assertThat(reused.problemType()).isEqualTo("idempotency-key-reused");
         assertThat(ordersOf(4711, productId)).isEqualTo(1);
+
+        // another user who happens to send the same key (a client library's bad random, a copied example) has a key
+        // of their own: their order is placed, and neither sees the other's
+        ShopClient.Response otherUser = client.post(apps().get(2).baseUrl() + "/api/orders",
+                body.replace("4711", "4712"), "Idempotency-Key", '"' + key + '"');
+        assertThat(otherUser.status()).isEqualTo(201);
+        assertThat(otherUser.json().path("userId").asLong()).isEqualTo(4712);
+        assertThat(otherUser.location()).isNotEqualTo(answer.split(" ")[1]);
+        assertThat(ordersOf(4712, productId)).isEqualTo(1);
+        assertThat(stockOf(productId)).isEqualTo(98);
     }
 
     private static void record(Map<String, Integer> answers, ShopClient.Response response) {

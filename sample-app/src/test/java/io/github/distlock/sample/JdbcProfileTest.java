@@ -34,7 +34,7 @@ class JdbcProfileTest {
             assertThat(retried.status()).isEqualTo(201);
             assertThat(retried.body()).isEqualTo(keyed.body());
             assertThat(app.jdbc().sql("SELECT COUNT(*) FROM idempotency_mark WHERE mark_key = ?")
-                    .param("lock:idempotent-mark:order-request:k-8").query(Long.class).single()).isEqualTo(1);
+                    .param("lock:idempotent-mark:order-request:8:k-8").query(Long.class).single()).isEqualTo(1);
 
             // the order's and the product's locks were rows of the lock table, both released
             assertThat(app.jdbc().sql("SELECT COUNT(*) FROM distlock_lock WHERE lock_key IN (?, ?) AND owner IS NULL")
