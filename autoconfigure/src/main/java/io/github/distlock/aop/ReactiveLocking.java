@@ -1,9 +1,12 @@
 package io.github.distlock.aop;
 
 import java.util.Collection;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.HeldLock;
 import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import org.aopalliance.intercept.MethodInvocation;
 import org.springframework.util.ClassUtils;
@@ -69,9 +72,7 @@ final class ReactiveLocking {
 
         static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template,
                 MethodInvocation invocation) {
-            // cancelling the subscription cancels the acquisition, which gives back whatever it still takes
-            reactor.core.publisher.Mono<HeldLock> acquire = reactor.core.publisher.Mono
-                    .fromFuture(() -> template.acquireAsync(keys, operation.options()), false)
+            reactor.core.publisher.Mono<HeldLock> acquire = acquire(template, keys, operation.options())
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
             if (operation.shape() == LockOperation.Shape.MONO) {
                 // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
@@ -91,6 +92,38 @@ final class ReactiveLocking {
                     held -> release(held))
                     .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Flux
                             .defer(() -> notAcquired(operation, invocation, notAcquired)));
+        }
+
+        /**
+         * The lock, as the resource of {@code usingWhen}. {@code Mono.fromFuture} alone would lose it: a value that
+         * arrives after the subscriber cancelled is dropped ({@code Operators.onDiscard}), and a lock acquired just
+         * before the cancellation (the future completed, Reactor not yet past its "cancelled?" check) was then held
+         * and renewed by the watchdog for nobody until the application stopped.
+         *
+         * <p>Invariant: a lock the acquisition brings has exactly one owner that releases it, decided once by
+         * {@code decided}. Either the value on its way downstream wins it, and {@code usingWhen} owns the lock from
+         * there on (it releases on completion, error and cancellation, also on a cancellation that arrives before its
+         * {@code onNext}: its deferred subscription cancels the method's subscriber as soon as it exists, and that
+         * releases); or the cancellation wins it, stops the wait (the template gives back whatever it still takes)
+         * and gives back the lock if the acquisition completed or completes with one: the value, should it still come
+         * by, is filtered out. A cancellation after the hand-off finds {@code decided} set and leaves the lock to
+         * {@code usingWhen}.
+         */
+        private static reactor.core.publisher.Mono<HeldLock> acquire(LockTemplate template, Collection<String> keys,
+                LockOptions options) {
+            return reactor.core.publisher.Mono.defer(() -> {
+                CompletableFuture<HeldLock> acquisition = template.acquireAsync(keys, options);
+                AtomicBoolean decided = new AtomicBoolean();
+                // suppressCancel: the cancellation below cancels the acquisition itself, after deciding the owner
+                return reactor.core.publisher.Mono.fromFuture(acquisition, true)
+                        .doOnCancel(() -> {
+                            if (decided.compareAndSet(false, true)) {
+                                acquisition.cancel(false);
+                                acquisition.thenAccept(HeldLock::releaseAsync);
+                            }
+                        })
+                        .filter(held -> decided.compareAndSet(false, true));
+            });
         }
 
         /** The error, or the skip or fallback publisher when the method asks for one. */
