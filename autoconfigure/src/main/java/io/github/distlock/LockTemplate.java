@@ -103,6 +103,11 @@ public interface LockTemplate {
      * the held lock, which the caller must release; exceptionally with {@link LockAcquisitionException} when another
      * holder kept a key for the whole wait, or {@link LockBackendException}. Cancelling the future gives back whatever
      * it still acquires. It may complete on a backend thread: keep what runs there short and non-blocking.
+     *
+     * <p>A cancellation that comes after the future completed cancels nothing: the lock is the caller's. Beware of
+     * {@code Mono.fromFuture(acquireAsync(...))}: Reactor drops a value that arrives as the subscriber cancels, and
+     * the lock is then held (and renewed) for nobody. Hand it on and give it back on cancellation yourself, as the
+     * {@code Mono}/{@code Flux} methods of {@link DistributedLock} do.
      */
     CompletableFuture<HeldLock> acquireAsync(Collection<String> keys, LockOptions options);
 
