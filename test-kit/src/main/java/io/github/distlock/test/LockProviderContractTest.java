@@ -602,7 +602,10 @@ public abstract class LockProviderContractTest {
     protected void aKeyNamedLikeAnotherKeysCompanionIsALockOfItsOwn() {
         List<LockType> types = new ArrayList<>(supportedTypes());
         List<java.util.function.UnaryOperator<String>> lookalikes = List.of(k -> k + ":rw", k -> k + ":permits",
-                k -> "distlock_rw:{" + k + "}", k -> "distlock_queue:{" + k + "}", k -> "redisson_lock_token:{" + k + "}");
+                k -> "distlock_rw:{" + k + "}", k -> "distlock_queue:{" + k + "}", k -> "redisson_lock_token:{" + k + "}",
+                // the key as a whole hash tag: Redis companions named prefix:{k} for a key without braces are
+                // prefix:k for one with them, so 'k' and '{k}' would share them
+                k -> "{" + k + "}");
         List<String> problems = new ArrayList<>();
         int n = 0;
         for (LockType baseType : types) {

@@ -1,0 +1,468 @@
+package io.github.distlock.redisson;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockKeyClosedException;
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import io.github.distlock.testsupport.RedisServerExtension;
+import io.github.distlock.testsupport.RespClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Review of 599978d (the FAIR close names the waiters it took out and when) and d99b7ab (the READ/WRITE hash in
+ * {@code distlock_rw:{<key>}}): attacks that each end in a lock granted to nobody, a wrong answer, or two holders.
+ *
+ * <p>Watchdog timeout {@value #WATCHDOG_MILLIS} ms: entries live 5 s (polls every 1.67 s), grants last 5 s — room for
+ * the timings below on a busy machine. Close messages are played by hand where their delay matters, as
+ * {@code HandoffLockTest} does: the close script's effect, then the message it would have published.
+ */
+class ReviewCloseAndNamesTest {
+
+    static final long WATCHDOG_MILLIS = 15_000;
+
+    /** The close script's effect on the queue, and the reopen right after, in one step; returns Redis's TIME. */
+    private static final String CLOSE_AND_REOPEN_WITHOUT_MESSAGE = """
+            local t = redis.call('time')
+            redis.call('set', KEYS[3], ARGV[1])
+            redis.call('del', KEYS[1], KEYS[2])
+            redis.call('del', KEYS[3])
+            return t
+            """;
+
+    @RegisterExtension
+    static final RedisServerExtension redis = new RedisServerExtension();
+
+    private final List<RedissonClient> clients = new ArrayList<>();
+    private final List<RedissonLockProvider> providers = new ArrayList<>();
+    private final List<AutoCloseable> proxies = new ArrayList<>();
+
+    @BeforeEach
+    void flush() {
+        redis("FLUSHALL");
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        // the proxies first: a provider whose answers are dropped would retry its give-backs until it is closed
+        for (AutoCloseable proxy : proxies) {
+            proxy.close();
+        }
+        providers.forEach(RedissonLockProvider::close);
+        clients.forEach(RedissonClient::shutdown);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // 599978d: the close names its waiters
+
+    /**
+     * A waiter named by a close, whose poll after the reopen queued it again but whose answer was lost (a response
+     * timeout: Redis carried the script out). {@code closed} skips the leave (its {@code queuedAt} is older than the
+     * close) and {@code failed} only schedules a poll that never runs (done): the entry stays, and the next release
+     * grants the lock to nobody for a whole grant. Before 599978d every waiter told "closed" left.
+     */
+    @Test
+    void aWaiterToldClosedWhosePollAnswerWasLostLeavesNoEntry() throws Exception {
+        ReplyDropper proxy = ReplyDropper.start(redis.port());
+        proxies.add(proxy);
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(proxy.uri(), 500);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(60)));
+        awaitQueued("k", 1);
+        String owner = onlyOwnerQueued("k");
+        // from now on b's commands reach Redis, but their answers are lost (b gives up on each after 500 ms)
+        proxy.dropCommandReplies();
+        long closedAt = closeAndReopenWithoutMessage("k", "sold out");
+        // b's next poll queues the waiter again; its answer is lost
+        awaitQueued("k", 1);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closedAt + "|" + owner + "|sold out");
+
+        assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
+        // the outage ends: the poll whose answer was lost fails (reset, or its 500 ms timeout), b's commands work again
+        proxy.resetCommandConnections();
+        // invariant: no queue entry remains for a waiter that was answered
+        await("the entry of the waiter told closed, taken out").atMost(Duration.ofSeconds(3))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{k}"), n -> n == 0);
+        assertThat(holder.release()).isTrue();
+        assertThat(redis("HGETALL", "k")).as("the lock, not granted to the waiter told closed").isEqualTo(List.of());
+    }
+
+    /**
+     * The close compares Redis TIME of two scripts, and Redis's clock is the wall clock: an NTP step back, or a
+     * failover to a replica whose clock is behind the old master's, after the close. The waiter queued again after the
+     * reopen (by the clock now: a minute before the close); the message read after that poll's answer. It skips its
+     * leave, and the next release grants the lock to nobody.
+     */
+    @Test
+    void aCloseStampedByAClockAheadOfTheRequeueStillTakesTheNewEntryOut() throws Exception {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(redis.uri(), 10_000);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(60)));
+        awaitQueued("k", 1);
+        String owner = onlyOwnerQueued("k");
+        // closed by a master whose clock was a minute ahead of the one the waiter then queued again on
+        long closedAt = closeAndReopenWithoutMessage("k", "sold out") + 60_000;
+        awaitQueued("k", 1);
+        awaitLastPollAnswered("k", owner);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closedAt + "|" + owner + "|sold out");
+
+        assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
+        await("the entry of the waiter told closed, taken out").atMost(Duration.ofSeconds(3))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{k}"), n -> n == 0);
+        assertThat(holder.release()).isTrue();
+        assertThat(redis("HGETALL", "k")).as("the lock, not granted to the waiter told closed").isEqualTo(List.of());
+    }
+
+    /**
+     * A close message read late (after the reopen) closes every waiter of the key on that client, also one that
+     * started after the reopen and that the close never saw: it gets "closed" for an open key. The message names the
+     * waiters the close took out; a waiter not named was not in the queue then (not started yet, granted, or skipped
+     * as expired), and its own next script sees the closed mark if the key is still closed.
+     */
+    @Test
+    void aLateCloseMessageDoesNotCloseAWaiterThatCameAfterTheReopen() throws Exception {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(redis.uri(), 10_000);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO)).join();
+        CompletableFuture<LockHandle> before = b.acquire(fair("k", Duration.ofSeconds(60)));
+        awaitQueued("k", 1);
+        String owner = onlyOwnerQueued("k");
+        long closedAt = closeAndReopenWithoutMessage("k", "sold out");
+        // the key is open again; a new buyer queues (and the first one again, on its next poll)
+        CompletableFuture<LockHandle> after = b.acquire(fair("k", Duration.ofSeconds(60)));
+        awaitQueued("k", 2);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closedAt + "|" + owner + "|sold out");
+
+        assertThatThrownBy(() -> before.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class);
+        await("the waiter that came after the reopen, still waiting").during(Duration.ofMillis(500))
+                .atMost(Duration.ofSeconds(2)).until(() -> !after.isDone());
+        assertThat(holder.release()).isTrue();
+        LockHandle next = after.get(5, TimeUnit.SECONDS);
+        assertThat(next).isNotNull();
+        assertThat(next.release()).isTrue();
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // d99b7ab: companions named distlock_<what>:{<key>} — but RedissonObject.prefixName puts no braces around a key
+    // that already has one, so key 'x' and key '{x}' get the same companions (distlock_rw:{x}, distlock_queue:{x},
+    // distlock_closed:{x}, ...). Reachable with an empty distlock.key-prefix (the one checkNamespace guards) or a
+    // prefix starting with '{'... only when keys without braces exist too; any application that takes both 'x' and '{x}'.
+
+    /**
+     * An operator force-releases the (stuck) WRITE lock of '{x}': that deletes 'distlock_rw:{x}', which is the
+     * read/write hash of 'x' — 'x''s writer still works, and a second writer of 'x' gets in. (Before d99b7ab: 'x:rw'
+     * and '{x}:rw', apart.) The inspection of '{x}' lists 'x''s writer too. A provider that refuses '{x}'
+     * ({@link IllegalArgumentException}, as it refuses its own namespaces) passes.
+     */
+    @Test
+    void aForceReleaseOfTheKeyInBracesLeavesTheWriterOfTheBareKeyAlone() {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(redis.uri(), 10_000);
+        LockHandle writer = a.acquire(request("x", LockType.WRITE)).join();
+        assertThat(writer).isNotNull();
+
+        List<?> holdersOfBraced;
+        try {
+            holdersOfBraced = a.holders("{x}");
+            a.forceRelease("{x}");
+        }
+        catch (IllegalArgumentException refused) {
+            holdersOfBraced = List.of();
+        }
+
+        LockHandle second = b.acquire(request("x", LockType.WRITE)).join();
+        try {
+            assertThat(second).as("a second WRITE holder of 'x' while the first holds it, after a force-release of '{x}'")
+                    .isNull();
+        }
+        finally {
+            if (second != null) {
+                second.release();
+            }
+        }
+        assertThat(writer.release()).as("'x''s writer still holds it").isTrue();
+        assertThat(holdersOfBraced).as("holders of '{x}' (nobody ever locked it)").isEmpty();
+    }
+
+    /** Closing FAIR key 'x' closes key '{x}' too: a buyer of '{x}' gets "closed" for a key nobody closed. */
+    @Test
+    void closingTheBareKeyDoesNotCloseTheKeyInBraces() {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        a.closeKey("x", "sold out");
+
+        CompletableFuture<LockHandle> other;
+        try {
+            other = a.acquire(fair("{x}", Duration.ZERO));
+        }
+        catch (IllegalArgumentException refused) {
+            return;
+        }
+        assertThat(other).as("FAIR '{x}', never closed").succeedsWithin(Duration.ofSeconds(5)).isNotNull();
+        assertThat(other.join().release()).isTrue();
+    }
+
+    /**
+     * 'x' and '{x}' share one FAIR queue: the release of 'x' hands 'x' to the head of that queue, a waiter of
+     * '{x}', whose client ignores a grant of another key. Nobody waits for 'x', yet it is held by nobody for a grant
+     * (5 s here, up to 5 s by default).
+     */
+    @Test
+    void theReleaseOfTheBareKeyHandsItToNobody() throws Exception {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(redis.uri(), 10_000);
+        RedissonLockProvider c = provider(redis.uri(), 10_000);
+        LockHandle bare = a.acquire(fair("x", Duration.ZERO)).join();
+        LockHandle braced;
+        try {
+            braced = a.acquire(fair("{x}", Duration.ZERO)).join();
+        }
+        catch (IllegalArgumentException refused) {
+            assertThat(bare.release()).isTrue();
+            return;
+        }
+        CompletableFuture<LockHandle> waiterOfBraced = b.acquire(fair("{x}", Duration.ofSeconds(60)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{x}") == 1);
+
+        assertThat(bare.release()).isTrue();
+        CompletableFuture<LockHandle> next = c.acquire(fair("x", Duration.ZERO));
+        LockHandle taken = next.get(5, TimeUnit.SECONDS);
+        assertThat(taken).as("FAIR 'x' after its only holder's release (nobody waits for 'x'; HGETALL x = %s)",
+                redis("HGETALL", "x")).isNotNull();
+        taken.release();
+        assertThat(braced.release()).isTrue();
+        waiterOfBraced.get(10, TimeUnit.SECONDS).release();
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+
+    private RedissonLockProvider provider(String address, int timeoutMillis) {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
+        config.useSingleServer().setAddress(address).setTimeout(timeoutMillis).setRetryAttempts(0);
+        RedissonClient client = Redisson.create(config);
+        clients.add(client);
+        RedissonLockProvider provider = new RedissonLockProvider(client);
+        providers.add(provider);
+        return provider;
+    }
+
+    private static LockRequest fair(String key, Duration wait) {
+        return new LockRequest(key, wait.toNanos(), 0, false, LockType.FAIR, LockOwner.next());
+    }
+
+    private static LockRequest request(String key, LockType type) {
+        return new LockRequest(key, 0, 0, false, type, LockOwner.next());
+    }
+
+    private static Object redis(String... command) {
+        return RespClient.callOnce(redis.port(), command);
+    }
+
+    private static void awaitQueued(String key, int count) {
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
+    }
+
+    private static String onlyOwnerQueued(String key) {
+        String field = ((List<?>) redis("HKEYS", "distlock_waiters:{" + key + "}")).get(0).toString();
+        return field.substring(field.lastIndexOf(':') + 1);
+    }
+
+    /** The close script's effect (mark, queue emptied) and the reopen, without the message; Redis's time in ms. */
+    private static long closeAndReopenWithoutMessage(String key, String reason) {
+        List<?> time = (List<?>) redis("EVAL", CLOSE_AND_REOPEN_WITHOUT_MESSAGE, "3", "distlock_queue:{" + key + "}",
+                "distlock_waiters:{" + key + "}", "distlock_closed:{" + key + "}", reason);
+        return Long.parseLong(time.get(0).toString()) * 1000 + Long.parseLong(time.get(1).toString()) / 1000;
+    }
+
+    /**
+     * Until the owner's entry was last written at least 200 ms ago (its value is {@code <expiry ms>:<lease>}, the
+     * expiry a poll's Redis time plus 5 s): that poll's answer has been handled, and the next poll is over a second
+     * away.
+     */
+    private static void awaitLastPollAnswered(String key, String owner) {
+        await().atMost(Duration.ofSeconds(5)).until(() -> {
+            List<?> fields = (List<?>) redis("HGETALL", "distlock_waiters:{" + key + "}");
+            List<?> time = (List<?>) redis("TIME");
+            long now = Long.parseLong(time.get(0).toString()) * 1000 + Long.parseLong(time.get(1).toString()) / 1000;
+            for (int i = 0; i + 1 < fields.size(); i += 2) {
+                if (fields.get(i).toString().endsWith(":" + owner)) {
+                    String value = fields.get(i + 1).toString();
+                    long expiry = Long.parseLong(value.substring(0, value.indexOf(':')));
+                    long written = expiry - WATCHDOG_MILLIS / 3;
+                    return now - written >= 200 && now - written < 1_000;
+                }
+            }
+            return false;
+        });
+    }
+
+    /**
+     * A TCP proxy that, once told, drops what Redis answers on the command connections of a client but still passes
+     * its pub/sub connection (the one that sent SUBSCRIBE): scripts are carried out, their answers are lost (the
+     * client times out), and messages still arrive.
+     */
+    static final class ReplyDropper implements AutoCloseable {
+
+        private final ServerSocket serverSocket;
+        private final int target;
+        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+        private final List<Socket[]> commandConnections = new CopyOnWriteArrayList<>();
+        private volatile boolean dropping;
+        private volatile boolean closed;
+
+        private ReplyDropper(ServerSocket serverSocket, int target) {
+            this.serverSocket = serverSocket;
+            this.target = target;
+        }
+
+        static ReplyDropper start(int target) {
+            try {
+                ReplyDropper proxy = new ReplyDropper(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), target);
+                Thread acceptor = new Thread(proxy::acceptLoop, "reply-dropper-accept");
+                acceptor.setDaemon(true);
+                acceptor.start();
+                return proxy;
+            }
+            catch (IOException ex) {
+                throw new UncheckedIOException(ex);
+            }
+        }
+
+        String uri() {
+            return "redis://127.0.0.1:" + serverSocket.getLocalPort();
+        }
+
+        void dropCommandReplies() {
+            dropping = true;
+        }
+
+        /**
+         * The end of the outage: the command connections are reset (their lost answers would desynchronise them),
+         * the client reconnects, and answers flow again. The pub/sub connection stays.
+         */
+        void resetCommandConnections() {
+            dropping = false;
+            for (Socket[] pair : commandConnections) {
+                for (Socket socket : pair) {
+                    try {
+                        socket.close();
+                    }
+                    catch (IOException ignored) {
+                        // closing anyway
+                    }
+                }
+            }
+            commandConnections.clear();
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            try {
+                serverSocket.close();
+            }
+            catch (IOException ignored) {
+                // closing anyway
+            }
+            for (Socket socket : sockets) {
+                try {
+                    socket.close();
+                }
+                catch (IOException ignored) {
+                    // closing anyway
+                }
+            }
+        }
+
+        private void acceptLoop() {
+            while (!closed) {
+                try {
+                    Socket client = serverSocket.accept();
+                    Socket server = new Socket();
+                    server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 5_000);
+                    client.setTcpNoDelay(true);
+                    server.setTcpNoDelay(true);
+                    sockets.add(client);
+                    sockets.add(server);
+                    java.util.concurrent.atomic.AtomicBoolean subscriber = new java.util.concurrent.atomic.AtomicBoolean();
+                    Socket[] pair = {client, server};
+                    commandConnections.add(pair);
+                    pump(client, server, bytes -> {
+                        if (new String(bytes, StandardCharsets.ISO_8859_1).toUpperCase().contains("SUBSCRIBE")) {
+                            subscriber.set(true);
+                            commandConnections.remove(pair);
+                        }
+                        return true;
+                    });
+                    pump(server, client, bytes -> subscriber.get() || !dropping);
+                }
+                catch (IOException ex) {
+                    return;
+                }
+            }
+        }
+
+        private void pump(Socket from, Socket to, java.util.function.Predicate<byte[]> pass) {
+            Thread thread = new Thread(() -> {
+                byte[] buffer = new byte[16 * 1024];
+                try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                    int read;
+                    while ((read = in.read(buffer)) != -1) {
+                        byte[] chunk = java.util.Arrays.copyOf(buffer, read);
+                        if (pass.test(chunk)) {
+                            out.write(chunk);
+                            out.flush();
+                        }
+                    }
+                }
+                catch (IOException ex) {
+                    // one side closed
+                }
+                finally {
+                    try {
+                        from.close();
+                        to.close();
+                    }
+                    catch (IOException ignored) {
+                        // closed
+                    }
+                }
+            }, "reply-dropper-pump");
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+}
