@@ -29,6 +29,8 @@ import org.redisson.client.codec.StringCodec;
  * head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
  * is skipped once expired;</li>
  * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
+ * <li>{@code distlock_closes:{K}}: how many times the key was closed (kept a day after the last close): orders a
+ * close against a waiter's queueing by Redis's own sequence, not by clocks.</li>
  * </ul>
  *
  * <p>The release deletes the lock and, if a live waiter is queued, makes it the owner (the lock's hash names it) with
@@ -61,7 +63,7 @@ final class HandoffLocks {
 
     private static final String CHANNEL_PREFIX = "distlock:handoff:";
 
-    /** After the key in a close message: {@code <close ms>|<owner>,<owner>...|}, then the reason. */
+    /** After the key in a close message: {@code <close number>|<owner>,<owner>...|}, then the reason. */
     private static final java.util.regex.Pattern CLOSED_WAITERS = java.util.regex.Pattern.compile("(\\d+)\\|(-?\\d+(?:,-?\\d+)*)\\|");
 
     /**
@@ -119,8 +121,8 @@ final class HandoffLocks {
      * KEYS: lock, queue, entries, closed. ARGV: [1] owner field, [2] lease ms (the watchdog timeout for a watchdog
      * lock), [3] '1' to queue up when not acquired, '0' to try once (and leave the queue), [4] entry time to live ms,
      * [5] grant ms, [6] channel prefix, [7] key as the grantee knows it.
-     * Returns {1} acquired (with the full lease), {0, pttl, now} not acquired (queued with [3] = '1'),
-     * {-1, reason} closed.
+     * Returns {1} acquired (with the full lease), {0, pttl, now, closes} not acquired (queued with [3] = '1'; closes:
+     * how many times the key was closed so far), {-1, reason} closed.
      */
     private static final String ACQUIRE = "redis.replicate_commands()\n" + FUNCTIONS + """
             if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
@@ -168,7 +170,7 @@ final class HandoffLocks {
             redis.call('hset', KEYS[3], ARGV[1], string.format('%.0f', now + ttl) .. ':' .. ARGV[2])
             redis.call('pexpire', KEYS[2], 2 * ttl)
             redis.call('pexpire', KEYS[3], 2 * ttl)
-            return {0, pttl, string.format('%.0f', now)}
+            return {0, pttl, string.format('%.0f', now), redis.call('get', KEYS[5]) or '0'}
             """;
 
     /**
@@ -204,13 +206,16 @@ final class HandoffLocks {
             """;
 
     /**
-     * Closes a key: marks it (KEYS[4], value ARGV[1]), empties the queue, and tells each client with a waiter in it
-     * (once per client) which of its waiters the close took out of the queue, and when (Redis's clock). The holder, if
-     * any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key. Message:
-     * {@code c|<key length in bytes>|<key><close ms>|<owner>,<owner>...|<reason>}. Returns the number of waiters told.
+     * Closes a key: marks it (KEYS[4], value ARGV[1]), counts the close (KEYS[5]), empties the queue, and tells each
+     * client with a waiter in it (once per client) which of its waiters the close took out of the queue, and the
+     * close's number. The holder, if any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key. Message:
+     * {@code c|<key length in bytes>|<key><close number>|<owner>,<owner>...|<reason>}. Returns the number of waiters
+     * told.
      */
-    private static final String CLOSE = "redis.replicate_commands()\n" + FUNCTIONS + """
+    private static final String CLOSE = """
             redis.call('set', KEYS[4], ARGV[1])
+            local number = redis.call('incr', KEYS[5])
+            redis.call('pexpire', KEYS[5], 86400000)
             local waiting = redis.call('hkeys', KEYS[3])
             local owners = {}
             local clients = {}
@@ -224,9 +229,8 @@ final class HandoffLocks {
                 table.insert(owners[client], owner)
               end
             end
-            local now = string.format('%.0f', now_ms())
             for _, client in ipairs(clients) do
-              redis.call('publish', ARGV[2] .. client, 'c|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. now .. '|'
+              redis.call('publish', ARGV[2] .. client, 'c|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. number .. '|'
                   .. table.concat(owners[client], ',') .. '|' .. ARGV[1])
             end
             redis.call('del', KEYS[2], KEYS[3])
@@ -315,8 +319,12 @@ final class HandoffLocks {
         return RedissonObject.prefixName("distlock_closed", key);
     }
 
+    static String closesKey(String key) {
+        return RedissonObject.prefixName("distlock_closes", key);
+    }
+
     private static List<Object> keys(String key) {
-        return List.of(key, queueKey(key), entriesKey(key), closedKey(key));
+        return List.of(key, queueKey(key), entriesKey(key), closedKey(key), closesKey(key));
     }
 
     /**
@@ -436,11 +444,11 @@ final class HandoffLocks {
                 String rest = new String(bytes, a + 1 + length, bytes.length - a - 1 - length,
                         java.nio.charset.StandardCharsets.UTF_8);
                 java.util.Set<Long> removed = new java.util.HashSet<>();
-                long closedAt = 0;
+                long number = 0;
                 String reason = rest;
                 java.util.regex.Matcher listed = CLOSED_WAITERS.matcher(rest);
                 if (listed.lookingAt()) {
-                    closedAt = Long.parseLong(listed.group(1));
+                    number = Long.parseLong(listed.group(1));
                     for (String owner : listed.group(2).split(",")) {
                         if (!owner.isEmpty()) {
                             removed.add(Long.parseLong(owner));
@@ -448,10 +456,12 @@ final class HandoffLocks {
                     }
                     reason = rest.substring(listed.end());
                 }
-                // else: a close by an older version, which named nobody: every waiter leaves, as they all did then
                 for (Waiter waiter : waiting.values()) {
-                    if (waiter.key.equals(key)) {
-                        waiter.closed(reason, removed.contains(waiter.owner), closedAt);
+                    // only the waiters the close took out: one that was not in the queue then (its first script on
+                    // its way, or started after a reopen) hears of a close from its own next script, if the key is
+                    // still closed. A close by an older version names nobody: all its waiters, and each leaves
+                    if (waiter.key.equals(key) && (number == 0 || removed.contains(waiter.owner))) {
+                        waiter.closed(reason, number);
                     }
                 }
             }
@@ -494,8 +504,11 @@ final class HandoffLocks {
         /** Redis's clock minus this JVM's nanoTime, in ns, from the last queueing reply; its uncertainty in ns. */
         private volatile long clockOffset;
         private volatile long clockError = Long.MAX_VALUE;
-        /** Redis's time (ms) of this waiter's last queueing script that answered "queued"; 0 before the first. */
-        private volatile long queuedAt;
+        /**
+         * The key's close count read by this waiter's last queueing script ({@link Long#MAX_VALUE} while unknown: none
+         * answered yet, or one whose answer was lost — it may have queued this waiter after any close).
+         */
+        private volatile long queuedAfterCloses = Long.MAX_VALUE;
 
         Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
             this.key = key;
@@ -543,8 +556,8 @@ final class HandoffLocks {
                 finish(Granted.FULL);
             }
             else if (code == CLOSED) {
-                // the script took the entry out itself
-                closed(answer.get(1).toString(), true, Long.MAX_VALUE);
+                // the script took the entry out itself: nothing to leave
+                closeAnswered(answer.get(1).toString());
             }
             else if (done.get()) {
                 // answered meanwhile (grant, close, give-up): a queueing script that ran after a give-up queued a ghost
@@ -569,11 +582,11 @@ final class HandoffLocks {
                     // the reply's Redis time was read between sent and received: the midpoint is off by half the trip
                     clockOffset = redisNow * 1_000_000 - (sent + (received - sent) / 2);
                     clockError = (received - sent) / 2 + 1_000_000;
-                    queuedAt = redisNow;
                 }
+                queuedAfterCloses = (answer.size() > 3) ? Long.parseLong(answer.get(3).toString()) : Long.MAX_VALUE;
                 if (done.get()) {
-                    // a close took done after the check above: queuedAt was written before this read, so either the
-                    // close saw it (and left if it must) or its result is complete by now and this leaves
+                    // a close took done after the check above: queuedAfterCloses was written before this read, so
+                    // either the close saw it (and left if it must) or its result is complete by now and this leaves
                     if (gaveUp()) {
                         leaveQuietly();
                     }
@@ -590,6 +603,17 @@ final class HandoffLocks {
          * the release script, retried, gives back a lock it may have taken.
          */
         private void failed(boolean queue, Throwable failure) {
+            if (queue) {
+                // the script may have run, and queued this waiter after a close: a close must not count on its entry
+                // being gone. Written before done is read, as in answered()
+                queuedAfterCloses = Long.MAX_VALUE;
+                if (done.get()) {
+                    if (gaveUp()) {
+                        leaveQuietly();
+                    }
+                    return;
+                }
+            }
             if (queue && polled && System.nanoTime() - deadline < 0) {
                 schedulePoll();
                 return;
@@ -667,21 +691,32 @@ final class HandoffLocks {
         }
 
         /**
-         * The key was closed. {@code removed}: the close took this waiter's entry out of the queue, at Redis time
-         * {@code closedAt} ms. Then nothing is left to take out, unless this waiter queued again since (a close message
-         * read after a reopen and a poll that queued it anew): only then, or when the close did not see it, it leaves
-         * — not one script per waiter on every close.
+         * The key was closed by its {@code number}th close, which took this waiter's entry out of the queue
+         * ({@code number} 0: a close that says neither, or the waiter's own script that found the key closed and took
+         * the entry out itself — see the callers). Nothing is left to take out, unless this waiter queued again since
+         * (a reopen, and a poll whose script ran after it, read that close's number or a later one): only then it
+         * leaves — not one script per waiter on every close.
          */
-        void closed(String reason, boolean removed, long closedAt) {
+        void closed(String reason, long number) {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);
                 result.completeExceptionally(new LockKeyClosedException(key, reason));
-                // read after the result is complete: a queueing reply being handled now either wrote queuedAt before
-                // this read, or reads done (and finds the result complete) after it, and leaves itself
-                if (!removed || queuedAt >= closedAt) {
+                // read after the result is complete: a queueing reply (or failure) being handled now either wrote
+                // queuedAfterCloses before this read, or reads done (and finds the result complete) after it, and
+                // leaves itself
+                if (number == 0 || queuedAfterCloses >= number) {
                     leaveQuietly();
                 }
+            }
+        }
+
+        /** This waiter's own script found the key closed and took its entry out. */
+        private void closeAnswered(String reason) {
+            if (done.compareAndSet(false, true)) {
+                cancelPoll();
+                waiting.remove(owner);
+                result.completeExceptionally(new LockKeyClosedException(key, reason));
             }
         }
 

@@ -478,10 +478,20 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     /**
      * The companions of a lock — its read/write hash, FAIR queue, permits, fencing counter — are named
      * {@code distlock_<what>:{<key>}} and {@code redisson_<what>:{<key>}}. A lock key in those namespaces could be
-     * another lock's companion (a WRONGTYPE for that lock, or worse), so it is refused. Keys normally start with
+     * another lock's companion (a WRONGTYPE for that lock, or worse), and a key that is one whole hash tag
+     * ({@code {x}}) has the companions of the key inside it; both are refused. Keys normally start with
      * {@code distlock.key-prefix} ({@code lock:}), which keeps them out; only an empty prefix lets them in.
      */
     static void checkNamespace(String key) {
+        // Redisson names a companion prefix:{key} for a key without braces and prefix:key for one with them, so 'x'
+        // and '{x}' would share every companion (a force release of '{x}' freed the write lock of 'x')
+        if (key.length() > 2 && key.charAt(0) == '{' && key.charAt(key.length() - 1) == '}'
+                && key.indexOf('{', 1) < 0) {
+            throw new IllegalArgumentException("Lock key '" + key + "' is one whole hash tag: its Redis companions "
+                    + "(read/write hash, FAIR queue, fencing counter) would be those of the key '"
+                    + key.substring(1, key.length() - 1) + "'. Put text outside the braces (order:" + key
+                    + ") or use a key prefix (distlock.key-prefix, default 'lock:')");
+        }
         if (key.startsWith("distlock_") || key.startsWith("redisson_")) {
             throw new IllegalArgumentException("Lock key '" + key + "' is in a namespace distlock keeps for the Redis "
                     + "keys that go with a lock (distlock_*, redisson_*): use another name, or a key prefix "

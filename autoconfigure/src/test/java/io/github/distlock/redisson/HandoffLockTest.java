@@ -205,13 +205,13 @@ class HandoffLockTest extends HandoffTestBase {
         String field = ((List<?>) redis("HKEYS", "distlock_waiters:{k}")).get(0).toString();
         String owner = field.substring(field.lastIndexOf(':') + 1);
         // the close script's effect, without its message
-        String closedAt = ((List<?>) redis("TIME")).get(0) + "000";
+        String closeNumber = redis("INCR", "distlock_closes:{k}").toString();
         redis("SET", "distlock_closed:{k}", "sold out");
         redis("DEL", "distlock_queue:{k}", "distlock_waiters:{k}");
         // reopened, and the waiter's next poll (every 333 ms) queues it again
         redis("DEL", "distlock_closed:{k}");
         awaitQueued("k", 1);
-        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closedAt + "|" + owner + "|sold out");
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
 
         assertThatThrownBy(() -> waiter.get(2, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");

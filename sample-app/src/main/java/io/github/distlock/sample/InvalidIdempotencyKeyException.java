@@ -26,9 +26,10 @@ public class InvalidIdempotencyKeyException extends RuntimeException {
         }
         for (int i = 0; i < key.length(); i++) {
             char c = key.charAt(i);
-            if (c < 0x21 || c > 0x7e || c == '"' || c == '\\') {
-                throw new InvalidIdempotencyKeyException("must be visible ASCII characters without quotes or "
-                        + "backslashes (a UUID, say)");
+            // braces would open a Redis hash tag inside the lock key the mark is taken under
+            if (c < 0x21 || c > 0x7e || c == '"' || c == '\\' || c == '{' || c == '}') {
+                throw new InvalidIdempotencyKeyException("must be visible ASCII characters without quotes, "
+                        + "backslashes or braces (a UUID, say)");
             }
         }
         return key;

@@ -1,5 +1,6 @@
 package io.github.distlock.sample;
 
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.AfterAll;
@@ -118,6 +119,18 @@ class ShopApiTest {
         ShopClient.Response badId = client.get(app.baseUrl() + "/api/orders/abc");
         assertThat(badId.status()).isEqualTo(400);
         assertThat(errors(badId)).containsExactly(Map.entry("id", "must be a whole number"));
+    }
+
+    /** An Idempotency-Key the shop cannot lock on (a brace opens a hash tag on Redis) is a 400 naming the header. */
+    @Test
+    void anIdempotencyKeyWithBracesIsA400NamingTheHeader() {
+        for (String key : List.of("{", "{}", "a{b}c")) {
+            ShopClient.Response response = client.post(app.baseUrl() + "/api/orders",
+                    "{\"userId\":31,\"productId\":1,\"quantity\":1}", "Idempotency-Key", '"' + key + '"');
+            assertThat(response.status()).as(key).isEqualTo(400);
+            assertThat(errors(response)).as(key).containsExactly(Map.entry("Idempotency-Key",
+                    "must be visible ASCII characters without quotes, backslashes or braces (a UUID, say)"));
+        }
     }
 
     @Test
