@@ -93,7 +93,9 @@ public final class HotKeyComparison {
 
         /**
          * {@code seconds} of contended measurement per variant in {@code rounds} slots, half of that uncontended, and
-         * a warm-up of half a slot (at least 0.5 s, at most 3 s).
+         * a warm-up of two slots (at least 1 s, at most 6 s; {@code -Dbench.hotkey.warmup-ms} overrides it). Not
+         * shorter: on 2 cores the JIT compiler threads take a core for the first ~10 s of hot-key cycling, and the
+         * acquisition p99 of a slot measured while they do was 1.5-2× a warm one's (see the per-round p99 line).
          */
         static Settings of(int threads, int seconds, int rounds) {
             return of(threads, seconds, rounds, List.of(Variant.values()));
@@ -102,7 +104,7 @@ public final class HotKeyComparison {
         /** As {@link #of(int, int, int)}, for some variants only (in their declared order). */
         static Settings of(int threads, int seconds, int rounds, List<Variant> variants) {
             long slot = seconds * 1000L / rounds;
-            long warmup = Long.getLong("bench.hotkey.warmup-ms", Math.min(3_000, Math.max(500, slot / 2)));
+            long warmup = Long.getLong("bench.hotkey.warmup-ms", Math.min(6_000, Math.max(1_000, 2 * slot)));
             return new Settings(threads, rounds, slot, warmup, Math.max(250, slot / 2),
                     variants.stream().distinct().sorted().toList());
         }
