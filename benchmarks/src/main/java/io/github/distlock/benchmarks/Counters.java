@@ -102,6 +102,23 @@ record Counters(Map<String, Long> ops, long serverCpuNanos, long clientCpuNanos)
         return sum;
     }
 
+    /**
+     * The machine's busy CPU time since boot, every CPU, in clock ticks of {@link #clockTicksPerSecond()}: user, nice,
+     * system, irq, softirq and steal from the first line of {@code /proc/stat}; 0 where it cannot be read.
+     */
+    static long machineBusyTicks() {
+        try {
+            String first = Files.readAllLines(Path.of("/proc/stat")).get(0);
+            String[] f = first.trim().split("\\s+");
+            // cpu user nice system idle iowait irq softirq steal ...
+            return Long.parseLong(f[1]) + Long.parseLong(f[2]) + Long.parseLong(f[3]) + Long.parseLong(f[6])
+                    + Long.parseLong(f[7]) + Long.parseLong(f[8]);
+        }
+        catch (IOException | RuntimeException ex) {
+            return 0;
+        }
+    }
+
     /** utime, stime, cutime, cstime of {@code pid} in clock ticks; zeros for a process that has just exited. */
     static long[] procTimes(long pid) {
         try {

@@ -119,7 +119,7 @@ public final class HotKeyComparison {
             long selfRegrabs, long handoffs, long handoffP50, long handoffP99, double commandsPerCycle,
             Map<String, Double> commandsByName, double redisCpuUsPerCycle, double clientCpuUsPerCycle, long overlaps,
             long lostUpdates, Map<String, Long> failures, String config, long[] acquireP99PerRound,
-            double[] jitCpuUsPerCyclePerRound) {
+            double[] jitCpuUsPerCyclePerRound, double[] othersCoresPerRound) {
 
         /** The row's name: the variant's, and the Redisson configuration's when the run compares several. */
         String label() {
@@ -298,7 +298,7 @@ public final class HotKeyComparison {
                     acquire.percentile(99.9), t.minPerThread(), t.maxPerThread(), t.selfRegrabs, handoffs.size(),
                     handoffs.percentile(50), handoffs.percentile(99), t.ops / (double) cycles,
                     t.opsPerCycleMostFirst(), t.serverCpuNanos / 1e3 / cycles, t.clientCpuNanos / 1e3 / cycles,
-                    t.overlaps, t.lostUpdates, t.failures, row.config(), t.roundP99, t.roundJit));
+                    t.overlaps, t.lostUpdates, t.failures, row.config(), t.roundP99, t.roundJit, t.roundOthers));
         }
         return results;
     }
@@ -347,6 +347,9 @@ public final class HotKeyComparison {
         AtomicLong acquisitions = new AtomicLong();
         HotKeyTrace trace = HotKeyTrace.enabled() ? new HotKeyTrace(threads, env.server().pid()) : null;
         long jitBefore = Counters.jitCpuNanos();
+        long machineBefore = Counters.machineBusyTicks();
+        long jvmBefore = Counters.jvmCpuNanos();
+        long[] redisBefore = Counters.procTimes(env.server().pid());
         Slots.Outcome outcome = Slots.run(variant.label, "hot-key-", threads, millis, t -> {
             Samples acquire = acquirePerThread[t] = new Samples();
             Samples myHandoffs = handoffsPerThread[t] = new Samples();
@@ -399,7 +402,8 @@ public final class HotKeyComparison {
         Slots.Cycles cycles = Slots.Cycles.of(acquirePerThread);
         long lostUpdates = cycles.all().size() - counter.value;
         return new Slot(cycles, Slots.merge(handoffsPerThread), Arrays.stream(selfRegrabs).sum(), overlaps.sum(),
-                lostUpdates, outcome, Counters.jitCpuNanos() - jitBefore);
+                lostUpdates, outcome, Counters.jitCpuNanos() - jitBefore,
+                othersCpuNanos(machineBefore, jvmBefore, redisBefore, env.server().pid()));
     }
 
     /**
@@ -411,8 +415,22 @@ public final class HotKeyComparison {
     }
 
     /** One slot's samples: acquisition times, hand-off times, acquisitions per thread. */
+    /**
+     * The CPU time the rest of the machine (not this JVM, not the variant's redis-server) used since the values given:
+     * other processes competing for the same cores.
+     */
+    private static final long TICKS = Counters.clockTicksPerSecond();
+
+    private static long othersCpuNanos(long machineBefore, long jvmBefore, long[] redisBefore, long redisPid) {
+        long ticks = TICKS;
+        long machine = (Counters.machineBusyTicks() - machineBefore) * 1_000_000_000L / ticks;
+        long[] redisAfter = Counters.procTimes(redisPid);
+        long redis = (redisAfter[0] + redisAfter[1] - redisBefore[0] - redisBefore[1]) * 1_000_000_000L / ticks;
+        return Math.max(0, machine - redis - (Counters.jvmCpuNanos() - jvmBefore));
+    }
+
     private record Slot(Slots.Cycles cycles, Samples handoffs, long selfRegrabs, long overlaps, long lostUpdates,
-            Slots.Outcome outcome, long jitNanos) {
+            Slots.Outcome outcome, long jitNanos, long othersCpuNanos) {
     }
 
     /** One variant's sums over the measured rounds, with the hand-offs and the checks. */
@@ -424,16 +442,20 @@ public final class HotKeyComparison {
             super(rounds, threads);
             roundP99 = new long[rounds];
             roundJit = new double[rounds];
+            roundOthers = new double[rounds];
         }
 
         /** Each round's acquisition p99, ns: a tail that shrinks round by round is still warming up. */
         final long[] roundP99;
         /** Each round's JIT compiler CPU per cycle, µs. */
         final double[] roundJit;
+        /** Each round's CPU used by other processes, in cores (CPU seconds per second). */
+        final double[] roundOthers;
 
         void add(int round, Slot slot, Counters before, Counters after) {
             roundP99[round] = slot.cycles().all().sorted().percentile(99);
             roundJit[round] = slot.jitNanos() / 1e3 / Math.max(1, slot.cycles().all().size());
+            roundOthers[round] = slot.othersCpuNanos() / (double) slot.outcome().elapsedNanos();
             add(round, slot.cycles(), slot.outcome(), before, after);
             addHandoffs(slot.handoffs(), slot.selfRegrabs(), slot.overlaps());
             lostUpdates += slot.lostUpdates();
@@ -470,11 +492,12 @@ public final class HotKeyComparison {
         }
         out.println();
         out.println("Acquire p99 per round, in the order the rounds ran (in brackets: CPU of the JVM's JIT compiler "
-                + "threads during the slot, µs per cycle): " + run.results().stream()
+                + "threads during the slot, µs per cycle; CPU of other processes on the machine, in cores): "
+                + run.results().stream()
                 .filter(Result::contended)
                 .map(r -> r.label() + " " + java.util.stream.IntStream.range(0, r.acquireP99PerRound().length)
-                        .mapToObj(i -> String.format(Locale.ROOT, "%s (%.0f)", Cells.ms(r.acquireP99PerRound()[i]),
-                                r.jitCpuUsPerCyclePerRound()[i]))
+                        .mapToObj(i -> String.format(Locale.ROOT, "%s (%.0f; %.2f)", Cells.ms(r.acquireP99PerRound()[i]),
+                                r.jitCpuUsPerCyclePerRound()[i], r.othersCoresPerRound()[i]))
                         .collect(Collectors.joining(", ")))
                 .collect(Collectors.joining("; ")));
         out.println();
