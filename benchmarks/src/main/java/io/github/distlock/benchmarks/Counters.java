@@ -76,6 +76,49 @@ record Counters(Map<String, Long> ops, long serverCpuNanos, long clientCpuNanos)
         return os.getProcessCpuTime();
     }
 
+    /**
+     * The CPU time of this JVM's JIT compiler threads ({@code C1/C2 CompilerThread*}, from
+     * {@code /proc/self/task/<tid>/schedstat}), in ns; 0 where {@code /proc} cannot tell. On a small machine they take a
+     * core from the measured threads while they compile: a measurement with much of it is not warm yet.
+     */
+    static long jitCpuNanos() {
+        java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+        long sum = 0;
+        if (tasks == null) {
+            return 0;
+        }
+        for (java.io.File task : tasks) {
+            try {
+                String comm = Files.readString(task.toPath().resolve("comm")).trim();
+                if (comm.startsWith("C1 Compiler") || comm.startsWith("C2 Compiler")) {
+                    String schedstat = Files.readString(task.toPath().resolve("schedstat")).trim();
+                    sum += Long.parseLong(schedstat.substring(0, schedstat.indexOf(' ')));
+                }
+            }
+            catch (IOException | RuntimeException gone) {
+                // a compiler thread that ended meanwhile (HotSpot adds and removes them as it needs)
+            }
+        }
+        return sum;
+    }
+
+    /**
+     * The machine's busy CPU time since boot, every CPU, in clock ticks of {@link #clockTicksPerSecond()}: user, nice,
+     * system, irq, softirq and steal from the first line of {@code /proc/stat}; 0 where it cannot be read.
+     */
+    static long machineBusyTicks() {
+        try {
+            String first = Files.readAllLines(Path.of("/proc/stat")).get(0);
+            String[] f = first.trim().split("\\s+");
+            // cpu user nice system idle iowait irq softirq steal ...
+            return Long.parseLong(f[1]) + Long.parseLong(f[2]) + Long.parseLong(f[3]) + Long.parseLong(f[6])
+                    + Long.parseLong(f[7]) + Long.parseLong(f[8]);
+        }
+        catch (IOException | RuntimeException ex) {
+            return 0;
+        }
+    }
+
     /** utime, stime, cutime, cstime of {@code pid} in clock ticks; zeros for a process that has just exited. */
     static long[] procTimes(long pid) {
         try {

@@ -47,7 +47,57 @@ public enum RedissonVariant {
             config.setNettyThreads(cpus);
             config.useSingleServer().setConnectionMinimumIdleSize(Math.min(8, cpus * 2));
         }
+    },
+
+    /**
+     * A diagnostic, not a candidate default: Redisson's {@code executor} (which runs pub/sub listeners, RTopic's and
+     * the locks' own) replaced by one that runs each task at once on the thread that hands it over — Netty's event loop
+     * for a pub/sub message. Measures what the hop from the event loop to a listener thread costs a hand-off; a listener
+     * that blocked would stall the event loop, so no application should run like this.
+     */
+    INLINE_LISTENERS {
+        @Override
+        void apply(Config config) {
+            config.setExecutor(new InlineExecutor());
+        }
     };
+
+    /** Runs every task on the calling thread. */
+    private static final class InlineExecutor extends java.util.concurrent.AbstractExecutorService {
+
+        private volatile boolean shutdown;
+
+        @Override
+        public void execute(Runnable command) {
+            command.run();
+        }
+
+        @Override
+        public void shutdown() {
+            shutdown = true;
+        }
+
+        @Override
+        public java.util.List<Runnable> shutdownNow() {
+            shutdown = true;
+            return java.util.List.of();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return shutdown;
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return shutdown;
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, java.util.concurrent.TimeUnit unit) {
+            return shutdown;
+        }
+    }
 
     abstract void apply(Config config);
 

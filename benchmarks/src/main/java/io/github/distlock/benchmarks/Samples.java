@@ -15,6 +15,10 @@ final class Samples {
         values[size++] = value;
     }
 
+    long get(int index) {
+        return values[index];
+    }
+
     int size() {
         return size;
     }
