@@ -29,8 +29,8 @@ import org.redisson.client.codec.StringCodec;
  * head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
  * is skipped once expired;</li>
  * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
- * <li>{@code distlock_closes:{K}}: how many times the key was closed (kept a day after the last close): orders a
- * close against a waiter's queueing by Redis's own sequence, not by clocks.</li>
+ * <li>{@code distlock_closes:{K}}: the key's close count (see {@link #CLOSE}), which orders a close against a waiter's
+ * queueing by Redis's own sequence of scripts.</li>
  * </ul>
  *
  * <p>The release deletes the lock and, if a live waiter is queued, makes it the owner (the lock's hash names it) with
@@ -122,7 +122,7 @@ final class HandoffLocks {
      * lock), [3] '1' to queue up when not acquired, '0' to try once (and leave the queue), [4] entry time to live ms,
      * [5] grant ms, [6] channel prefix, [7] key as the grantee knows it.
      * Returns {1} acquired (with the full lease), {0, pttl, now, closes} not acquired (queued with [3] = '1'; closes:
-     * how many times the key was closed so far), {-1, reason} closed.
+     * the key's close count, see {@link #CLOSE}), {-1, reason} closed.
      */
     private static final String ACQUIRE = "redis.replicate_commands()\n" + FUNCTIONS + """
             if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
@@ -170,7 +170,15 @@ final class HandoffLocks {
             redis.call('hset', KEYS[3], ARGV[1], string.format('%.0f', now + ttl) .. ':' .. ARGV[2])
             redis.call('pexpire', KEYS[2], 2 * ttl)
             redis.call('pexpire', KEYS[3], 2 * ttl)
-            return {0, pttl, string.format('%.0f', now), redis.call('get', KEYS[5]) or '0'}
+            local closes = redis.call('get', KEYS[5])
+            if not closes then
+              -- a key's count starts (or, lost or expired, starts again) above any number a close may have sent
+              -- before: from Redis's clock, ms times 1000
+              closes = string.format('%.0f', now * 1000)
+              redis.call('set', KEYS[5], closes)
+            end
+            redis.call('pexpire', KEYS[5], 2 * ttl)
+            return {0, pttl, string.format('%.0f', now), closes}
             """;
 
     /**
@@ -208,14 +216,28 @@ final class HandoffLocks {
     /**
      * Closes a key: marks it (KEYS[4], value ARGV[1]), counts the close (KEYS[5]), empties the queue, and tells each
      * client with a waiter in it (once per client) which of its waiters the close took out of the queue, and the
-     * close's number. The holder, if any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key. Message:
+     * close's number. The holder, if any, keeps its lock. ARGV: [1] reason, [2] channel prefix, [3] key, [4] the
+     * count's time to live in ms (the queue's: twice the entry time to live). Message:
      * {@code c|<key length in bytes>|<key><close number>|<owner>,<owner>...|<reason>}. Returns the number of waiters
      * told.
+     *
+     * <p>The count orders closes against queueing scripts (each returns the count it read), by Redis's own order of
+     * scripts rather than by clocks. It lives as long as the queue (refreshed by each queueing and close); a count that
+     * is gone (expired, or lost in a failover) starts again from Redis's clock in ms times 1000, above any
+     * number sent before — unless the clock stepped back by more than the time since, when a waiter may skip a leave
+     * it needed: a stale entry, skipped once expired or granted for one grant, never a second holder.
      */
-    private static final String CLOSE = """
+    private static final String CLOSE = "redis.replicate_commands()\n" + """
             redis.call('set', KEYS[4], ARGV[1])
-            local number = redis.call('incr', KEYS[5])
-            redis.call('pexpire', KEYS[5], 86400000)
+            if redis.call('exists', KEYS[5]) == 0 then
+              -- a count that was lost (failover, eviction, expiry) restarts above any number an old message may still
+              -- carry: from Redis's clock in ms, times 1000
+              local t = redis.call('time')
+              local seed = tonumber(t[1]) * 1000000 + math.floor(tonumber(t[2]) / 1000) * 1000
+              redis.call('set', KEYS[5], string.format('%.0f', seed))
+            end
+            local number = string.format('%.0f', redis.call('incr', KEYS[5]))
+            redis.call('pexpire', KEYS[5], tonumber(ARGV[4]))
             local waiting = redis.call('hkeys', KEYS[3])
             local owners = {}
             local clients = {}
@@ -396,7 +418,7 @@ final class HandoffLocks {
     /** Closes {@code key}; returns how many queued waiters were told. */
     long close(String key, String reason) {
         return RedissonLockProvider.join(this.<Long>eval(key, CLOSE, RScript.ReturnType.LONG, keys(key), reason,
-                CHANNEL_PREFIX, key));
+                CHANNEL_PREFIX, key, String.valueOf(2 * entryTtlMillis)));
     }
 
     void reopen(String key) {
@@ -554,12 +576,21 @@ final class HandoffLocks {
             long code = Long.parseLong(answer.get(0).toString());
             if (code == 1) {
                 finish(Granted.FULL);
+                return;
             }
-            else if (code == CLOSED) {
+            if (code == CLOSED) {
                 // the script took the entry out itself: nothing to leave
                 closeAnswered(answer.get(1).toString());
+                return;
             }
-            else if (done.get()) {
+            if (queue) {
+                // Invariant (with closed()): every "queued" answer records the close count its script read BEFORE it
+                // reads done, and closed() completes the result BEFORE it reads the count. So when a close and this
+                // answer race, either the close sees this count (and leaves if the script ran after it), or this
+                // answer sees the close's result complete (gaveUp) and leaves itself.
+                queuedAfterCloses = closesRead(answer);
+            }
+            if (done.get()) {
                 // answered meanwhile (grant, close, give-up): a queueing script that ran after a give-up queued a ghost
                 if (gaveUp()) {
                     leaveQuietly();
@@ -575,6 +606,9 @@ final class HandoffLocks {
                     }
                     result.complete(null);
                 }
+                else if (queue && gaveUp()) {
+                    leaveQuietly();
+                }
             }
             else {
                 long redisNow = Long.parseLong(answer.get(2).toString());
@@ -583,17 +617,15 @@ final class HandoffLocks {
                     clockOffset = redisNow * 1_000_000 - (sent + (received - sent) / 2);
                     clockError = (received - sent) / 2 + 1_000_000;
                 }
-                queuedAfterCloses = (answer.size() > 3) ? Long.parseLong(answer.get(3).toString()) : Long.MAX_VALUE;
-                if (done.get()) {
-                    // a close took done after the check above: queuedAfterCloses was written before this read, so
-                    // either the close saw it (and left if it must) or its result is complete by now and this leaves
-                    if (gaveUp()) {
-                        leaveQuietly();
-                    }
-                    return;
-                }
+                // a close that takes done from here on reads the count written above
                 schedulePoll();
             }
+        }
+
+        /** The close count a queueing script read; unknown ({@link Long#MAX_VALUE}) when it found none or sent none. */
+        private static long closesRead(List<Object> answer) {
+            long closes = (answer.size() > 3) ? Long.parseLong(answer.get(3).toString()) : -1;
+            return (closes < 0) ? Long.MAX_VALUE : closes;
         }
 
         /**
@@ -726,11 +758,16 @@ final class HandoffLocks {
                 waiting.remove(owner);
                 hand(granted);
             }
-            else if (gaveUp()) {
-                // a script still on its way took the lock after a give-up, failure, close or deadline: nobody will use it
-                provider.giveBack(key, () -> release(key, field), leaseMillis);
+            else {
+                // a script still on its way took the lock after a give-up, failure, close or deadline: nobody will use
+                // it. Decided once the result is complete: a close that took done may not have completed it yet
+                result.whenComplete((ignored, failure) -> {
+                    if (gaveUp()) {
+                        provider.giveBack(key, () -> release(key, field), leaseMillis);
+                    }
+                    // else: a grant message completed it first; same ownership
+                });
             }
-            // else: a grant message completed it first; same ownership
         }
 
         /**

@@ -72,8 +72,8 @@ class ReviewCloseCounterTest {
 
     /**
      * A waiter named by close #1, whose close message is read late: meanwhile the key was reopened, the counter was
-     * lost, and the waiter's poll queued it again, reading the count '0'. {@code closed(reason, 1)} takes 0 &lt; 1 for
-     * "queued before the close" and skips the leave: the entry stays, and the holder's release hands the lock to
+     * lost, and the waiter's poll queued it again, reading a count that started over. A count read below the close's
+     * number is taken for "queued before the close" and skips the leave: the entry stays, and the holder's release hands the lock to
      * nobody (the grantee's waiter is gone) for a whole grant.
      */
     @Test
@@ -85,7 +85,7 @@ class ReviewCloseCounterTest {
         awaitQueued("k", 1);
         String owner = onlyOwnerQueued("k");
         long closeNumber = closeReopenAndLoseTheCount("k", "sold out");
-        assertThat(closeNumber).isEqualTo(1);
+        assertThat(closeNumber).isPositive();
         // b's next poll queues the waiter again, on an open key whose count reads 0
         awaitQueued("k", 1);
         redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
