@@ -37,8 +37,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review of 599978d (the FAIR close names the waiters it took out) and d99b7ab (the READ/WRITE hash in
- * {@code distlock_rw:{<key>}}): attacks that each end in a lock granted to nobody, a wrong answer, or two holders.
+ * Reviews of 599978d and 80c40f2 (the FAIR close names the waiters it took out; its count) and d99b7ab (the
+ * READ/WRITE hash in {@code distlock_rw:{<key>}}): attacks that each end in a lock granted to nobody, a wrong answer, or two holders.
  *
  * <p>Watchdog timeout {@value #WATCHDOG_MILLIS} ms: entries live 5 s (polls every 1.67 s), grants last 5 s — room for
  * the timings below on a busy machine. Close messages are played by hand where their delay matters, as
@@ -47,6 +47,12 @@ import static org.awaitility.Awaitility.await;
 class ReviewCloseAndNamesTest {
 
     static final long WATCHDOG_MILLIS = 15_000;
+
+    private static long closeReopenAndLoseTheCount(String key, String reason) {
+        return (Long) redis("EVAL", CLOSE_REOPEN_AND_LOSE_THE_COUNT, "4", "distlock_queue:{" + key + "}",
+                "distlock_waiters:{" + key + "}", "distlock_closed:{" + key + "}", "distlock_closes:{" + key + "}",
+                reason);
+    }
 
     /**
      * The close script's effect on the queue (mark, count, queue emptied), and the reopen right after, in one step;
@@ -57,6 +63,19 @@ class ReviewCloseAndNamesTest {
             local number = redis.call('incr', KEYS[4])
             redis.call('del', KEYS[1], KEYS[2])
             redis.call('del', KEYS[3])
+            return number
+            """;
+
+    /**
+     * The close script's effect (mark, count, queue emptied), the reopen, and the loss of the counter (what a failover
+     * to a replica without the INCR, an eviction or a FLUSHALL of the counter does), in one step; the close's number.
+     */
+    private static final String CLOSE_REOPEN_AND_LOSE_THE_COUNT = """
+            redis.call('set', KEYS[3], ARGV[1])
+            local number = redis.call('incr', KEYS[4])
+            redis.call('del', KEYS[1], KEYS[2])
+            redis.call('del', KEYS[3])
+            redis.call('del', KEYS[4])
             return number
             """;
 
@@ -147,6 +166,35 @@ class ReviewCloseAndNamesTest {
         LockHandle next = after.get(5, TimeUnit.SECONDS);
         assertThat(next).isNotNull();
         assertThat(next.release()).isTrue();
+    }
+
+    /**
+     * A waiter named by close #1, whose close message is read late: meanwhile the key was reopened, the counter was
+     * lost, and the waiter's poll queued it again, reading a count that started over. A count read below the close's
+     * number is taken for "queued before the close" and skips the leave: the entry stays, and the holder's release hands the lock to
+     * nobody (the grantee's waiter is gone) for a whole grant.
+     */
+    @Test
+    void aWaiterQueuedAgainAfterTheCloseCountWasLostLeavesNoEntry() throws Exception {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        RedissonLockProvider b = provider(redis.uri(), 10_000);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO)).join();
+        CompletableFuture<LockHandle> waiter = b.acquire(fair("k", Duration.ofSeconds(60)));
+        awaitQueued("k", 1);
+        String owner = onlyOwnerQueued("k");
+        long closeNumber = closeReopenAndLoseTheCount("k", "sold out");
+        assertThat(closeNumber).isPositive();
+        // b's next poll queues the waiter again, on an open key whose count reads 0
+        awaitQueued("k", 1);
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
+
+        assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
+        // invariant: no queue entry remains for a waiter that was answered
+        await("the entry of the waiter told closed, taken out").atMost(Duration.ofSeconds(3))
+                .until(() -> (Long) redis("HLEN", "distlock_waiters:{k}"), n -> n == 0);
+        assertThat(holder.release()).isTrue();
+        assertThat(redis("HGETALL", "k")).as("the lock, not granted to the waiter told closed").isEqualTo(List.of());
     }
 
     // ---------------------------------------------------------------------------------------------------------------
