@@ -189,7 +189,7 @@ public final class LockFuzzer {
         catch (TimeoutException ex) {
             throw new IllegalStateException("the fuzz run did not finish within " + timeout + " (" + acquisitions.get()
                     + " of " + ((long) threads * iterationsPerThread) + " locks taken): a lock was never released, or "
-                    + "waiters were never woken", ex);
+                    + "waiters were never woken" + holdersNow(), ex);
         }
         finally {
             pool.shutdownNow();
@@ -203,6 +203,23 @@ public final class LockFuzzer {
     }
 
     /** Takes the lock, retrying when it comes back empty; a long wait or a short one. */
+    /** Who holds each key now, where the provider can say (a hang's first clue); empty otherwise. */
+    private String holdersNow() {
+        if (!(provider instanceof io.github.distlock.spi.LockInspector inspector)) {
+            return "";
+        }
+        StringBuilder holders = new StringBuilder("; holders now:");
+        for (String key : keys) {
+            try {
+                holders.append(' ').append(key).append('=').append(inspector.holders(key));
+            }
+            catch (RuntimeException ex) {
+                holders.append(' ').append(key).append(": ").append(ex);
+            }
+        }
+        return holders.toString();
+    }
+
     private LockHandle acquire(String key, LockType type, boolean fenced, boolean waitLong, boolean watchdog,
             AtomicLong notAcquired) {
         long leaseNanos = watchdog ? 0 : timeout.multipliedBy(2).toNanos();
