@@ -125,7 +125,7 @@ class ReviewCloseAndNamesTest {
         long closeNumber = closeAndReopenWithoutMessage("k", "sold out");
         // b's next poll queues the waiter again; its answer is lost
         awaitQueued("k", 1);
-        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
+        deliverLateClose(b, closeNumber, owner);
 
         assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
@@ -156,7 +156,7 @@ class ReviewCloseAndNamesTest {
         // the key is open again; a new buyer queues (and the first one again, on its next poll)
         CompletableFuture<LockHandle> after = b.acquire(fair("k", Duration.ofSeconds(60)));
         awaitQueued("k", 2);
-        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
+        deliverLateClose(b, closeNumber, owner);
 
         assertThatThrownBy(() -> before.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .cause().isInstanceOf(LockKeyClosedException.class);
@@ -171,8 +171,8 @@ class ReviewCloseAndNamesTest {
     /**
      * A waiter named by close #1, whose close message is read late: meanwhile the key was reopened, the counter was
      * lost, and the waiter's poll queued it again, reading a count that started over. A count read below the close's
-     * number is taken for "queued before the close" and skips the leave: the entry stays, and the holder's release hands the lock to
-     * nobody (the grantee's waiter is gone) for a whole grant.
+     * number is taken for "queued before the close" and skips the leave: the entry stays, and the holder's release
+     * hands the lock to nobody (the grantee's waiter is gone) for a whole grant.
      */
     @Test
     void aWaiterQueuedAgainAfterTheCloseCountWasLostLeavesNoEntry() throws Exception {
@@ -186,7 +186,7 @@ class ReviewCloseAndNamesTest {
         assertThat(closeNumber).isPositive();
         // b's next poll queues the waiter again, on an open key whose count reads 0
         awaitQueued("k", 1);
-        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
+        deliverLateClose(b, closeNumber, owner);
 
         assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .cause().isInstanceOf(LockKeyClosedException.class).hasMessage("Lock 'k' is closed: sold out");
@@ -316,6 +316,11 @@ class ReviewCloseAndNamesTest {
     private static void awaitQueued(String key, int count) {
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> (Long) redis("HLEN", "distlock_waiters:{" + key + "}") == count);
+    }
+
+    /** The message the close of key 'k' (number {@code closeNumber}, naming {@code owner}) would have sent b, read now. */
+    private static void deliverLateClose(RedissonLockProvider b, long closeNumber, String owner) {
+        redis("PUBLISH", "distlock:handoff:" + b.clientId(), "c|1|k" + closeNumber + "|" + owner + "|sold out");
     }
 
     private static String onlyOwnerQueued(String key) {
