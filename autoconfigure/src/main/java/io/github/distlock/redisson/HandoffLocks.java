@@ -25,8 +25,9 @@ import org.redisson.client.codec.StringCodec;
  * {@code RLock} writes, so inspection, fencing and the actuator read it alike;</li>
  * <li>{@code distlock_queue:{K}}: a list of owner fields in arrival order (pushed in O(1), popped in O(1));</li>
  * <li>{@code distlock_waiters:{K}}: a hash owner field → {@code <expiry ms>:<lease ms>}. An entry is what makes a
- * list element a waiter: leaving is one HDEL, and a list element without an entry is skipped when it reaches the
- * head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
+ * list element a waiter: a waiter that leaves takes out both (the element from the tail's end, where a short wait's
+ * is), and a list element left without an entry (its entry expired, or was taken by a close) is skipped when it
+ * reaches the head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
  * is skipped once expired;</li>
  * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
  * <li>{@code distlock_closes:{K}}: the key's close count (see {@link #CLOSE}), which orders a close against a waiter's
@@ -44,7 +45,9 @@ import org.redisson.client.codec.StringCodec;
  * claimed; (2) the lock is free and a live entry queued only between a grant that expired unclaimed and the next
  * script that looks at the key: every acquisition script first hands a free lock to a live head other than the caller,
  * so the queue never stalls behind a lost message or a dead grantee; (3) a waiter completes once (its
- * {@link Waiter#done} flag): grant message, poll and give-up race for it, and the loser touches nothing.
+ * {@link Waiter#done} flag): grant message, poll and give-up race for it; (4) a script of a waiter that Redis carries
+ * out after the waiter completed (a poll sent before the grant message arrived can run after the caller released the
+ * lock, on another pooled connection) is undone once the caller is done with the lock: see {@link Waiter#lateScript}.
  */
 final class HandoffLocks {
 
@@ -105,6 +108,14 @@ final class HandoffLocks {
               redis.call('publish', channel_prefix .. client,
                   'g|' .. owner .. '|' .. ttl .. '|' .. string.format('%.0f', now) .. '|' .. key)
             end
+            -- a waiter leaves its place too, not only its entry: callers that try a held key with short waits would
+            -- otherwise grow the list by one element per try for as long as the key is held. From the tail, where a
+            -- short wait's element is; only when the waiter was queued (it had an entry)
+            local function leave(field)
+              if redis.call('hdel', KEYS[3], field) == 1 then
+                redis.call('lrem', KEYS[2], -1, field)
+              end
+            end
             local function hand_off(grant_ms, channel_prefix, key)
               if redis.call('llen', KEYS[2]) == 0 then
                 return
@@ -159,7 +170,7 @@ final class HandoffLocks {
             end
             local pttl = redis.call('pttl', KEYS[1])
             if ARGV[3] == '0' then
-              redis.call('hdel', KEYS[3], ARGV[1])
+              leave(ARGV[1])
               return {0, pttl, 0}
             end
             local now = now_ms()
@@ -188,7 +199,7 @@ final class HandoffLocks {
      */
     private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + """
             if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-              redis.call('hdel', KEYS[3], ARGV[1])
+              leave(ARGV[1])
               return 0
             end
             redis.call('del', KEYS[1])
@@ -370,10 +381,11 @@ final class HandoffLocks {
 
     /**
      * Starts an acquisition. {@code leaseMillis} is the lease the holder keeps (the watchdog timeout for a watchdog
-     * lock); the result is completed with the grant's lease in ms ({@code leaseMillis} when no claim is needed), or
-     * {@code -1} when not acquired within the wait.
+     * lock). The waiter's {@code result} is completed with what was acquired ({@link Granted}), or {@code null} when
+     * not acquired within the wait; a caller handed the lock calls {@link Waiter#letGo()} before it releases it (or
+     * when it does not use it after all).
      */
-    CompletableFuture<Granted> acquire(String key, long owner, String field, long waitNanos, long leaseMillis) {
+    Waiter acquire(String key, long owner, String field, long waitNanos, long leaseMillis) {
         Waiter waiter = new Waiter(key, owner, field, leaseMillis, System.nanoTime() + waitNanos, waitNanos > 0);
         waiting.put(owner, waiter);
         // a caller that stops waiting takes its entry out of the queue (or passes on a grant it will not use)
@@ -394,7 +406,7 @@ final class HandoffLocks {
                 waiter.attempt(waiter.waits);
             });
         }
-        return waiter.result;
+        return waiter;
     }
 
     /** Releases {@code field}'s lock and hands it on; or, when not held, takes {@code field} out of the queue. */
@@ -531,6 +543,13 @@ final class HandoffLocks {
          * answered yet, or one whose answer was lost — it may have queued this waiter after any close).
          */
         private volatile long queuedAfterCloses = Long.MAX_VALUE;
+        /**
+         * Set when the caller is done with the lock it was handed (see {@link #letGo()}); completed once its release has
+         * answered.
+         */
+        private volatile CompletableFuture<Void> letGo;
+        /** A script of this waiter whose answer was lost may run after the caller's release: see {@link #lateScript}. */
+        private volatile boolean giveBackOnLetGo;
 
         Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
             this.key = key;
@@ -591,9 +610,10 @@ final class HandoffLocks {
                 queuedAfterCloses = closesRead(answer);
             }
             if (done.get()) {
-                // answered meanwhile (grant, close, give-up): a queueing script that ran after a give-up queued a ghost
-                if (gaveUp()) {
-                    leaveQuietly();
+                // answered meanwhile (grant, close, give-up, deadline): a queueing script that ran after the caller was
+                // done with the lock queued a ghost
+                if (queue) {
+                    lateScript(true);
                 }
             }
             else if (!queue || System.nanoTime() - deadline >= 0) {
@@ -606,8 +626,8 @@ final class HandoffLocks {
                     }
                     result.complete(null);
                 }
-                else if (queue && gaveUp()) {
-                    leaveQuietly();
+                else if (queue) {
+                    lateScript(true);
                 }
             }
             else {
@@ -639,12 +659,11 @@ final class HandoffLocks {
                 // the script may have run, and queued this waiter after a close: a close must not count on its entry
                 // being gone. Written before done is read, as in answered()
                 queuedAfterCloses = Long.MAX_VALUE;
-                if (done.get()) {
-                    if (gaveUp()) {
-                        leaveQuietly();
-                    }
-                    return;
-                }
+            }
+            if (done.get()) {
+                // a script whose answer is lost may run yet, after the caller is done with the lock
+                lateScript(false);
+                return;
             }
             if (queue && polled && System.nanoTime() - deadline < 0) {
                 schedulePoll();
@@ -759,14 +778,9 @@ final class HandoffLocks {
                 hand(granted);
             }
             else {
-                // a script still on its way took the lock after a give-up, failure, close or deadline: nobody will use
-                // it. Decided once the result is complete: a close that took done may not have completed it yet
-                result.whenComplete((ignored, failure) -> {
-                    if (gaveUp()) {
-                        provider.giveBack(key, () -> release(key, field), leaseMillis);
-                    }
-                    // else: a grant message completed it first; same ownership
-                });
+                // a script still on its way took the lock after the waiter was answered: after a give-up, failure,
+                // close or deadline, or after a grant whose caller may have released the lock since
+                lateScript(true);
             }
         }
 
@@ -794,6 +808,52 @@ final class HandoffLocks {
                 provider.giveBack(key, () -> release(key, field), leaseMillis);
                 result.completeExceptionally(failure);
             }
+            else {
+                lateScript(false);
+            }
+        }
+
+        /**
+         * A script of this waiter ran ({@code ran}: its answer is here) or may run yet (its answer was lost) after the
+         * waiter was answered, and may have taken the lock, or queued the waiter again, for an acquisition its caller
+         * is done with (seen in the FAIR contract fuzz: a poll sent before the grant message arrived waited for a
+         * pooled connection and ran after the caller's release, on another connection, took the free lock for its whole
+         * lease, and nobody held it). Whatever it did is given back once the caller is done: at once if the caller gave
+         * up; after the caller's release has answered if the caller was handed the lock and let go of it (not before:
+         * the give-back would race that release and make it answer "not held"). While the caller still holds the lock,
+         * a script that has run needs nothing: the caller's release is sent after {@link #letGo} is set, so after this
+         * read, and undoes it. A script that may run yet can run after that release too: then the caller's let-go
+         * gives back as well ({@link #giveBackOnLetGo} is written before {@link #letGo} is read here, and the reverse in
+         * {@link #letGo()}: at least one side sees the other; both giving back is harmless).
+         */
+        private void lateScript(boolean ran) {
+            result.whenComplete((ignored, failure) -> {
+                if (gaveUp()) {
+                    leaveQuietly();
+                    return;
+                }
+                if (!ran) {
+                    giveBackOnLetGo = true;
+                }
+                CompletableFuture<Void> released = letGo;
+                if (released != null) {
+                    released.whenComplete((answered, ignoredFailure) -> leaveQuietly());
+                }
+            });
+        }
+
+        /**
+         * The caller is done with the lock this waiter was handed: its release is about to be sent, or the provider did
+         * not hand the lock out after all. Called before that release is sent (see {@link #lateScript}); the caller
+         * completes the future returned once its release has answered (at once when there is none).
+         */
+        CompletableFuture<Void> letGo() {
+            CompletableFuture<Void> released = new CompletableFuture<>();
+            letGo = released;
+            if (giveBackOnLetGo) {
+                released.whenComplete((answered, failure) -> leaveQuietly());
+            }
+            return released;
         }
 
         /** The caller stopped waiting: leave the queue, or pass on the lock if it was granted meanwhile. */

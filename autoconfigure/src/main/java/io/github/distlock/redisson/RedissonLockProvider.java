@@ -303,6 +303,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 }
                 else if (token < 0) {
                     // lost between acquisition and token (a lease shorter than a round trip): never hand it out
+                    handle.notHandedOut();
                     result.complete(null);
                 }
                 else {
@@ -357,8 +358,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private void acquireHandoff(LockRequest request, RLock lock, long owner, long leaseMillis,
             CompletableFuture<LockHandle> result) {
         String field = ownerField(LockType.FAIR, owner);
-        CompletableFuture<HandoffLocks.Granted> granted = handoffs.acquire(request.key(), owner, field,
-                request.waitNanos(), leaseMillis);
+        HandoffLocks.Waiter waiter = handoffs.acquire(request.key(), owner, field, request.waitNanos(), leaseMillis);
+        CompletableFuture<HandoffLocks.Granted> granted = waiter.result;
         result.whenComplete((ignored, failure) -> {
             if (result.isCancelled()) {
                 granted.cancel(false);
@@ -378,12 +379,14 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             try {
                 RedissonLockHandle handle = new RedissonLockHandle(this, lock, owner, field, leaseMillis,
                         request.watchdog() ? monitor : null, RedissonLockHandle.HANDOFF);
+                handle.waiter = waiter;
                 if (grant.claimNeeded()) {
                     deferClaim(handle, grant.claimBy());
                 }
                 completeHandle(request, handle, result);
             }
             catch (Throwable unexpected) {
+                waiter.letGo().complete(null);
                 giveBack(request.key(), () -> handoffs.release(request.key(), field), leaseMillis);
                 result.completeExceptionally(unexpected);
             }
@@ -898,6 +901,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         private volatile long fencingToken = -1;
         /** The N a permit was taken under (part of its member in Redis). */
         volatile int permits = 1;
+        /** A hand-off lock's waiter: told before the release that the caller is done (see HandoffLocks.Waiter#letGo). */
+        volatile HandoffLocks.Waiter waiter;
         /** A hand-off lock's claim of its own lease, not yet sent: cancelled by the release. */
         volatile java.util.concurrent.ScheduledFuture<?> pendingClaim;
         private volatile Consumer<String> lostCallback;
@@ -1009,12 +1014,13 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 });
             }
             if (kind == HANDOFF) {
-                java.util.concurrent.ScheduledFuture<?> claim = pendingClaim;
-                if (claim != null) {
-                    claim.cancel(false);
-                }
+                CompletableFuture<Void> letGo = letGo();
                 String key = lock.getName();
-                return provider.handoffs.release(key, ownerField).handle((released, failure) -> {
+                CompletableFuture<Boolean> release = provider.handoffs.release(key, ownerField);
+                if (letGo != null) {
+                    release.whenComplete((released, failure) -> letGo.complete(null));
+                }
+                return release.handle((released, failure) -> {
                     if (failure == null) {
                         return released;
                     }
@@ -1036,6 +1042,28 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 provider.giveBack(lock, owner, leaseMillis);
                 throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
             });
+        }
+
+        /**
+         * The caller is done with this hand-off lock, before its release is sent: the pending claim is cancelled and
+         * the waiter told (so that its scripts still on their way are undone, see HandoffLocks.Waiter#lateScript).
+         * Returns the future to complete once the release has answered; {@code null} for other kinds.
+         */
+        private CompletableFuture<Void> letGo() {
+            java.util.concurrent.ScheduledFuture<?> claim = pendingClaim;
+            if (claim != null) {
+                claim.cancel(false);
+            }
+            HandoffLocks.Waiter told = waiter;
+            return (told != null) ? told.letGo() : null;
+        }
+
+        /** A lock acquired but not handed out (lost before its token): nothing to release. */
+        void notHandedOut() {
+            CompletableFuture<Void> letGo = letGo();
+            if (letGo != null) {
+                letGo.complete(null);
+            }
         }
 
         @Override

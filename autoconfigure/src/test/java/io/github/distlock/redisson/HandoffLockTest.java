@@ -144,6 +144,24 @@ class HandoffLockTest extends HandoffTestBase {
         assertThat(handle.release()).isTrue();
     }
 
+    /**
+     * Callers that try a held key with short waits queue and leave, again and again: each leaves its place in the
+     * queue too, not only its entry. The queue list otherwise grew by one element per try for as long as the lock was
+     * held (refreshed by every try, it never expired), and the release after a long hold popped them all in one script.
+     */
+    @Test
+    void shortWaitsOnAHeldKeyLeaveNothingInTheQueue() throws Exception {
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        for (int i = 0; i < 200; i++) {
+            // queued (the wait is longer than a round trip), then the deadline: a last try, or a leave
+            assertThat(b.acquire(fair("k", Duration.ofMillis(2), Duration.ZERO)).get(5, TimeUnit.SECONDS)).isNull();
+        }
+        // the leaves are sent after each caller's answer: wait for them, not for a clock
+        await().atMost(Duration.ofSeconds(5)).until(() -> (Long) redis("HLEN", "distlock_waiters:{k}") == 0);
+        assertThat((Long) redis("LLEN", "distlock_queue:{k}")).as("queue elements left by 200 tries").isZero();
+        assertThat(holder.release()).isTrue();
+    }
+
     /** A fixed lease no longer than the grant is granted whole: no claim is needed, and none extends it. */
     @Test
     void aShortFixedLeaseIsGrantedWhole() throws Exception {

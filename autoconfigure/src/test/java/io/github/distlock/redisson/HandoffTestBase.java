@@ -34,6 +34,7 @@ abstract class HandoffTestBase {
 
     private final List<RedissonClient> clients = new ArrayList<>();
     private final List<RedissonLockProvider> providers = new ArrayList<>();
+    private final List<RedisTestProxy> proxies = new ArrayList<>();
 
     RedissonLockProvider a;
     RedissonLockProvider b;
@@ -49,14 +50,26 @@ abstract class HandoffTestBase {
 
     @AfterEach
     void stopProviders() {
+        // the proxies first: a provider whose commands are held would retry its give-backs until it is closed
+        proxies.forEach(RedisTestProxy::close);
         providers.forEach(RedissonLockProvider::close);
         clients.forEach(RedissonClient::shutdown);
     }
 
     private RedissonLockProvider provider() {
+        return provider(redis.uri());
+    }
+
+    /** Another provider, whose client reaches Redis through {@code proxy} (stopped after the test). */
+    RedissonLockProvider providerThrough(RedisTestProxy proxy) {
+        proxies.add(proxy);
+        return provider(proxy.uri());
+    }
+
+    private RedissonLockProvider provider(String address) {
         Config config = new Config();
         config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        config.useSingleServer().setAddress(redis.uri()).setTimeout(10_000);
+        config.useSingleServer().setAddress(address).setTimeout(10_000);
         RedissonClient client = Redisson.create(config);
         clients.add(client);
         RedissonLockProvider provider = new RedissonLockProvider(client);

@@ -1,19 +1,10 @@
 package io.github.distlock.redisson;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -112,7 +103,7 @@ class ReviewCloseAndNamesTest {
      */
     @Test
     void aWaiterToldClosedWhosePollAnswerWasLostLeavesNoEntry() throws Exception {
-        ReplyDropper proxy = ReplyDropper.start(redis.port());
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         proxies.add(proxy);
         RedissonLockProvider a = provider(redis.uri(), 10_000);
         RedissonLockProvider b = provider(proxy.uri(), 500);
@@ -333,142 +324,5 @@ class ReviewCloseAndNamesTest {
         return (Long) redis("EVAL", CLOSE_AND_REOPEN_WITHOUT_MESSAGE, "4", "distlock_queue:{" + key + "}",
                 "distlock_waiters:{" + key + "}", "distlock_closed:{" + key + "}", "distlock_closes:{" + key + "}",
                 reason);
-    }
-
-    /**
-     * A TCP proxy that, once told, drops what Redis answers on the command connections of a client but still passes
-     * its pub/sub connection (the one that sent SUBSCRIBE): scripts are carried out, their answers are lost (the
-     * client times out), and messages still arrive.
-     */
-    static final class ReplyDropper implements AutoCloseable {
-
-        private final ServerSocket serverSocket;
-        private final int target;
-        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-        private final List<Socket[]> commandConnections = new CopyOnWriteArrayList<>();
-        private volatile boolean dropping;
-        private volatile boolean closed;
-
-        private ReplyDropper(ServerSocket serverSocket, int target) {
-            this.serverSocket = serverSocket;
-            this.target = target;
-        }
-
-        static ReplyDropper start(int target) {
-            try {
-                ReplyDropper proxy = new ReplyDropper(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), target);
-                Thread acceptor = new Thread(proxy::acceptLoop, "reply-dropper-accept");
-                acceptor.setDaemon(true);
-                acceptor.start();
-                return proxy;
-            }
-            catch (IOException ex) {
-                throw new UncheckedIOException(ex);
-            }
-        }
-
-        String uri() {
-            return "redis://127.0.0.1:" + serverSocket.getLocalPort();
-        }
-
-        void dropCommandReplies() {
-            dropping = true;
-        }
-
-        /**
-         * The end of the outage: the command connections are reset (their lost answers would desynchronise them),
-         * the client reconnects, and answers flow again. The pub/sub connection stays.
-         */
-        void resetCommandConnections() {
-            dropping = false;
-            for (Socket[] pair : commandConnections) {
-                for (Socket socket : pair) {
-                    try {
-                        socket.close();
-                    }
-                    catch (IOException ignored) {
-                        // closing anyway
-                    }
-                }
-            }
-            commandConnections.clear();
-        }
-
-        @Override
-        public void close() {
-            closed = true;
-            try {
-                serverSocket.close();
-            }
-            catch (IOException ignored) {
-                // closing anyway
-            }
-            for (Socket socket : sockets) {
-                try {
-                    socket.close();
-                }
-                catch (IOException ignored) {
-                    // closing anyway
-                }
-            }
-        }
-
-        private void acceptLoop() {
-            while (!closed) {
-                try {
-                    Socket client = serverSocket.accept();
-                    Socket server = new Socket();
-                    server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 5_000);
-                    client.setTcpNoDelay(true);
-                    server.setTcpNoDelay(true);
-                    sockets.add(client);
-                    sockets.add(server);
-                    java.util.concurrent.atomic.AtomicBoolean subscriber = new java.util.concurrent.atomic.AtomicBoolean();
-                    Socket[] pair = {client, server};
-                    commandConnections.add(pair);
-                    pump(client, server, bytes -> {
-                        if (new String(bytes, StandardCharsets.ISO_8859_1).toUpperCase().contains("SUBSCRIBE")) {
-                            subscriber.set(true);
-                            commandConnections.remove(pair);
-                        }
-                        return true;
-                    });
-                    pump(server, client, bytes -> subscriber.get() || !dropping);
-                }
-                catch (IOException ex) {
-                    return;
-                }
-            }
-        }
-
-        private void pump(Socket from, Socket to, java.util.function.Predicate<byte[]> pass) {
-            Thread thread = new Thread(() -> {
-                byte[] buffer = new byte[16 * 1024];
-                try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                    int read;
-                    while ((read = in.read(buffer)) != -1) {
-                        byte[] chunk = java.util.Arrays.copyOf(buffer, read);
-                        if (pass.test(chunk)) {
-                            out.write(chunk);
-                            out.flush();
-                        }
-                    }
-                }
-                catch (IOException ex) {
-                    // one side closed
-                }
-                finally {
-                    try {
-                        from.close();
-                        to.close();
-                    }
-                    catch (IOException ignored) {
-                        // closed
-                    }
-                }
-            }, "reply-dropper-pump");
-            thread.setDaemon(true);
-            thread.start();
-        }
     }
 }
