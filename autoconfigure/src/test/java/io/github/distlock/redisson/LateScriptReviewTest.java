@@ -1,0 +1,412 @@
+package io.github.distlock.redisson;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.ConstantDelay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Review of ba46bb3 (a FAIR waiter's script carried out after the waiter was answered is undone once the caller is
+ * done, {@code Waiter#lateScript}): interleavings it still leaves with a lock held by nobody for a whole lease, or a
+ * ghost entry. Each test states its interleaving; each fails on ba46bb3.
+ *
+ * <p>Tool: {@link HoldingProxy}, between one provider's client and the redis-server, holds chosen commands on their way
+ * to Redis (and, for one of them, its reply on its way back), several per test, in an order the test decides.
+ */
+class LateScriptReviewTest extends HandoffTestBase {
+
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    @AfterEach
+    void closeOwn() throws Exception {
+        // runs before the base class's @AfterEach: proxies first (held commands would stall closing), then providers,
+        // then clients (added in that order, closed in reverse)
+        for (int i = closeables.size() - 1; i >= 0; i--) {
+            closeables.get(i).close();
+        }
+    }
+
+    /** A provider whose client reaches Redis through {@code proxy}; {@code tune} adjusts its Redisson config. */
+    private RedissonLockProvider providerThrough(HoldingProxy proxy, Consumer<org.redisson.config.SingleServerConfig> tune) {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
+        org.redisson.config.SingleServerConfig server = config.useSingleServer().setAddress(proxy.uri()).setTimeout(10_000);
+        tune.accept(server);
+        RedissonClient client = Redisson.create(config);
+        closeables.add(client::shutdown);
+        RedissonLockProvider provider = new RedissonLockProvider(client);
+        closeables.add(provider);
+        closeables.add(proxy);
+        return provider;
+    }
+
+    private HoldingProxy proxy() {
+        return HoldingProxy.start(redis.port());
+    }
+
+    /** Loads every script a fenced FAIR acquisition sends, so that none goes as EVALSHA, NOSCRIPT, EVAL under a hold. */
+    private void warmUp(RedissonLockProvider provider) {
+        LockHandle warm = provider.acquire(new LockRequest("warm", 0, 0, true, LockType.FAIR, LockOwner.next())).join();
+        assertThat(warm.release()).isTrue();
+    }
+
+    /**
+     * LOCK HELD BY NOBODY FOR A WHOLE LEASE (fenced caller, token {@code < 0}: {@code notHandedOut()}). A fenced FAIR
+     * waiter's poll is on its way (sent before the grant message arrived) when the holder's release grants it the lock
+     * (a 1 s grant; its 60 s lease must be claimed). The grantee's token script and its claim are slow (here held), so
+     * the grant runs out: the token script finds the lock free and answers -1. Then the poll runs: the lock is free and
+     * nobody is queued, so it takes the lock for the waiter with its whole 60 s lease; its answer arrives first and finds
+     * the waiter answered with a grant, nobody let go yet: {@code lateScript(true)} does nothing ("the caller's release
+     * runs after the script and undoes it"). Then the token's -1 arrives: {@code completeHandle} calls
+     * {@code notHandedOut()}, which sets {@code letGo} and completes it, and the caller is told "not acquired" — no
+     * release is ever sent, and nothing else undoes the poll: the lock is held by nobody for 60 s.
+     */
+    @Test
+    void aLatePollAnsweredBeforeAFencedGranteesTokenSaysLostIsUndone() throws Exception {
+        HoldingProxy proxy = proxy();
+        RedissonLockProvider slow = providerThrough(proxy, server -> { });
+        warmUp(slow);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = new LockRequest("k", Duration.ofSeconds(30).toNanos(), Duration.ofSeconds(60).toNanos(),
+                true, LockType.FAIR, LockOwner.next());
+        String field = slow.clientId() + ":" + request.owner().id();
+        CompletableFuture<LockHandle> waiter = slow.acquire(request);
+        awaitQueued("k", 1);
+
+        HoldingProxy.Hold poll = proxy.hold(field, false);
+        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
+        // the grantee's next commands: its token (reply held too), then its claim (held until the end)
+        HoldingProxy.Hold token = proxy.hold("redisson_lock_token", true);
+        HoldingProxy.Hold claim = proxy.hold(field, false);
+        assertThat(holder.release()).isTrue();
+        assertThat(token.held.await(5, TimeUnit.SECONDS)).as("the token script held").isTrue();
+        assertThat(claim.held.await(5, TimeUnit.SECONDS)).as("the claim held").isTrue();
+        // the 1 s grant runs out unclaimed
+        await().atMost(Duration.ofSeconds(3)).until(() -> pttl("k") == -2L);
+
+        token.letThrough();
+        assertThat(token.replyArrived.await(5, TimeUnit.SECONDS)).as("the token script ran").isTrue();
+        poll.letThrough();
+        assertThat(poll.replyForwarded.await(5, TimeUnit.SECONDS)).as("the poll's answer sent to the client").isTrue();
+        assertThat((Long) redis("HEXISTS", "k", field)).as("the late poll took the free lock").isEqualTo(1L);
+        // the poll's answer is handled on the client's event loop as it is read; a race here only hides the defect
+        await().pollDelay(Duration.ofMillis(300)).until(() -> true);
+        token.letReplyThrough();
+
+        assertThat(waiter.get(5, TimeUnit.SECONDS)).as("lost before its token: not handed out").isNull();
+        // nobody holds the lock: the next caller must get it within a grant or two, not after 60 s
+        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
+        assertThat(next).as("the next caller, while the late poll's lock (pttl %s, hash %s) lives on",
+                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
+        assertThat(next.release()).isTrue();
+    }
+
+    /**
+     * LOCK HELD BY NOBODY FOR A WHOLE LEASE (a failed poll before the waiter was answered). A queued waiter's poll is
+     * sent and its answer never comes (a stalled connection; here held by the proxy past the client's 500 ms response
+     * timeout, no retries). {@code failed()} finds the waiter not done and polls on: the failed script is forgotten,
+     * although it may still run. The waiter is granted, its caller uses the lock and releases it; then the stalled poll
+     * reaches Redis: the lock is free, it takes it for the waiter's whole 60 s lease, and nothing gives it back (its
+     * answer went to a timed-out command). {@code lateScript(false)} covers a script failed after the waiter was
+     * answered; a failure before, which may run just as late, sets nothing ({@code giveBackOnLetGo} would do).
+     */
+    @Test
+    void aPollThatFailedBeforeTheGrantAndRunsAfterTheReleaseIsUndone() throws Exception {
+        HoldingProxy proxy = proxy();
+        RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
+        warmUp(slow);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
+        String field = slow.clientId() + ":" + request.owner().id();
+        CompletableFuture<LockHandle> waiter = slow.acquire(request);
+        awaitQueued("k", 1);
+
+        HoldingProxy.Hold poll = proxy.holdAndCut(field);
+        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
+        // the poll times out (500 ms), the waiter polls on over other connections and stays queued
+        await().during(Duration.ofMillis(1_200)).atMost(Duration.ofSeconds(3))
+                .until(() -> !waiter.isDone() && (Long) redis("HEXISTS", "distlock_waiters:{k}", field) == 1L);
+        assertThat(holder.release()).isTrue();
+        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
+        assertThat(granted).as("the grant").isNotNull();
+        assertThat(granted.release()).isTrue();
+        assertThat(redis("EXISTS", "k")).as("free after the grantee's release").isEqualTo(0L);
+
+        poll.letThrough();
+        await("the stalled poll carried out").atMost(Duration.ofSeconds(2))
+                .until(() -> (Long) redis("HEXISTS", "k", field) == 1L);
+
+        // the stalled poll took the lock for nobody: given back (a couple of give-back rounds), not kept for 60 s
+        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
+        assertThat(next).as("the next caller, while the stalled poll's lock (pttl %s, hash %s) lives on",
+                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
+        assertThat(next.release()).isTrue();
+    }
+
+    /**
+     * LOCK HELD BY NOBODY FOR A WHOLE LEASE (Redisson's retry: a script carried out twice). An acquisition's script is
+     * sent and its answer does not come within the response timeout (a stalled connection; here held by the proxy):
+     * Redisson sends it again on another connection (EVAL is retried: it is not in Redisson's NO_RETRY list), and that
+     * copy answers "acquired". The caller uses the lock and releases it. Then the first copy reaches Redis: the lock is
+     * free, it takes it with the whole 60 s lease, and its answer goes to a command Redisson already gave up on. The
+     * waiter never hears of it — neither an answer nor a failure — so {@code lateScript} never runs. (Redisson's own
+     * RLock scripts share the exposure; the FAIR scripts could be sent without retries, as the synced path already is,
+     * so that a stalled script ends in a failure the waiter accounts for.)
+     */
+    @Test
+    void aScriptRetriedByRedissonWhoseFirstCopyRunsAfterTheReleaseIsUndone() throws Exception {
+        HoldingProxy proxy = proxy();
+        RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(1)
+                .setRetryDelay(new ConstantDelay(Duration.ofMillis(10))));
+        warmUp(slow);
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
+        String field = slow.clientId() + ":" + request.owner().id();
+        HoldingProxy.Hold first = proxy.holdAndCut(field);
+        CompletableFuture<LockHandle> acquisition = slow.acquire(request);
+        assertThat(first.held.await(5, TimeUnit.SECONDS)).as("the first copy held").isTrue();
+        LockHandle handle = acquisition.get(5, TimeUnit.SECONDS);
+        assertThat(handle).as("acquired by the retried copy").isNotNull();
+        assertThat(handle.release()).isTrue();
+        assertThat(redis("EXISTS", "k")).as("free after the release").isEqualTo(0L);
+
+        first.letThrough();
+        await("the first copy carried out: it took the free lock").atMost(Duration.ofSeconds(2))
+                .until(() -> (Long) redis("HEXISTS", "k", field) == 1L);
+
+        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
+        assertThat(next).as("the next caller, while the first copy's lock (pttl %s, hash %s) lives on",
+                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
+        assertThat(next.release()).isTrue();
+    }
+
+    /**
+     * A TCP proxy between one Redis client and the redis-server that holds chosen commands: each {@link Hold} holds the
+     * next command (not matched by an earlier hold) whose bytes contain its marker on its way to Redis, with whatever
+     * follows on that connection, until {@link Hold#letThrough()}; with {@code holdReply}, the reply that follows on
+     * that connection is held too, until {@link Hold#letReplyThrough()}.
+     */
+    static final class HoldingProxy implements AutoCloseable {
+
+        final class Hold {
+
+            final String marker;
+            final boolean holdReply;
+            /** Whether the client's side of the connection is closed once the command is held. */
+            volatile boolean cutClient;
+            final CountDownLatch held = new CountDownLatch(1);
+            private final CountDownLatch through = new CountDownLatch(1);
+            final CountDownLatch replyArrived = new CountDownLatch(1);
+            private final CountDownLatch replyThrough = new CountDownLatch(1);
+            final CountDownLatch replyForwarded = new CountDownLatch(1);
+
+            Hold(String marker, boolean holdReply) {
+                this.marker = marker;
+                this.holdReply = holdReply;
+            }
+
+            void letThrough() {
+                through.countDown();
+            }
+
+            void letReplyThrough() {
+                replyThrough.countDown();
+            }
+
+            void release() {
+                through.countDown();
+                replyThrough.countDown();
+            }
+        }
+
+        private final ServerSocket serverSocket;
+        private final int target;
+        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+        private final List<Hold> pending = new CopyOnWriteArrayList<>();
+        private final List<Hold> all = new CopyOnWriteArrayList<>();
+        private volatile boolean closed;
+
+        private HoldingProxy(ServerSocket serverSocket, int target) {
+            this.serverSocket = serverSocket;
+            this.target = target;
+        }
+
+        static HoldingProxy start(int target) {
+            try {
+                HoldingProxy proxy = new HoldingProxy(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), target);
+                Thread acceptor = new Thread(proxy::acceptLoop, "holding-proxy-accept");
+                acceptor.setDaemon(true);
+                acceptor.start();
+                return proxy;
+            }
+            catch (IOException ex) {
+                throw new UncheckedIOException(ex);
+            }
+        }
+
+        String uri() {
+            return "redis://127.0.0.1:" + serverSocket.getLocalPort();
+        }
+
+        /**
+         * Holds the next command containing {@code marker}, and closes the client's side of its connection at once:
+         * the client sees the connection drop with the command unanswered, while the command itself reaches Redis when
+         * let through (a request still on its way when its connection died).
+         */
+        Hold holdAndCut(String marker) {
+            Hold hold = hold(marker, false);
+            hold.cutClient = true;
+            return hold;
+        }
+
+        Hold hold(String marker, boolean holdReply) {
+            Hold hold = new Hold(marker, holdReply);
+            all.add(hold);
+            pending.add(hold);
+            return hold;
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            all.forEach(Hold::release);
+            try {
+                serverSocket.close();
+            }
+            catch (IOException ignored) {
+                // closing anyway
+            }
+            for (Socket socket : sockets) {
+                try {
+                    socket.close();
+                }
+                catch (IOException ignored) {
+                    // closing anyway
+                }
+            }
+        }
+
+        private synchronized Hold match(String text) {
+            for (Hold hold : pending) {
+                if (text.contains(hold.marker)) {
+                    pending.remove(hold);
+                    return hold;
+                }
+            }
+            return null;
+        }
+
+        private void acceptLoop() {
+            while (!closed) {
+                try {
+                    Socket client = serverSocket.accept();
+                    Socket server = new Socket();
+                    server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 5_000);
+                    client.setTcpNoDelay(true);
+                    server.setTcpNoDelay(true);
+                    sockets.add(client);
+                    sockets.add(server);
+                    // the hold whose reply is next on this connection
+                    java.util.concurrent.atomic.AtomicReference<Hold> awaitingReply = new java.util.concurrent.atomic.AtomicReference<>();
+                    pump(client, server, bytes -> {
+                        Hold hold = match(new String(bytes, StandardCharsets.ISO_8859_1));
+                        if (hold != null) {
+                            if (hold.cutClient) {
+                                try {
+                                    client.close();
+                                }
+                                catch (IOException ignored) {
+                                    // closed anyway
+                                }
+                            }
+                            hold.held.countDown();
+                            await(hold.through);
+                            awaitingReply.set(hold);
+                        }
+                    }, bytes -> { });
+                    pump(server, client, bytes -> {
+                        Hold hold = awaitingReply.get();
+                        if (hold != null && hold.holdReply) {
+                            hold.replyArrived.countDown();
+                            await(hold.replyThrough);
+                        }
+                    }, bytes -> {
+                        Hold hold = awaitingReply.getAndSet(null);
+                        if (hold != null) {
+                            hold.replyArrived.countDown();
+                            hold.replyForwarded.countDown();
+                        }
+                    });
+                }
+                catch (IOException ex) {
+                    return;
+                }
+            }
+        }
+
+        private static void await(CountDownLatch latch) {
+            try {
+                latch.await();
+            }
+            catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        private void pump(Socket from, Socket to, Consumer<byte[]> before, Consumer<byte[]> after) {
+            Thread thread = new Thread(() -> {
+                byte[] buffer = new byte[16 * 1024];
+                try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                    int read;
+                    while ((read = in.read(buffer)) != -1) {
+                        byte[] chunk = java.util.Arrays.copyOf(buffer, read);
+                        before.accept(chunk);
+                        out.write(chunk);
+                        out.flush();
+                        after.accept(chunk);
+                    }
+                }
+                catch (IOException ex) {
+                    // one side closed
+                }
+                finally {
+                    try {
+                        from.close();
+                        to.close();
+                    }
+                    catch (IOException ignored) {
+                        // closed
+                    }
+                }
+            }, "holding-proxy-pump");
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+}
