@@ -276,6 +276,11 @@ final class HandoffLocks {
      * as Redisson's own locks are); {@code null} on a single server.
      */
     private final org.redisson.command.CommandAsyncExecutor synced;
+    /**
+     * Redisson's command executor on a single server, for the acquisition script: sent once, never re-sent by
+     * Redisson's retry (see {@link #eval}); {@code null} when it cannot be reached.
+     */
+    private final org.redisson.command.CommandAsyncExecutor once;
     private final String clientId;
     private final ScheduledExecutorService timer;
     private final RedissonLockProvider provider;
@@ -286,6 +291,7 @@ final class HandoffLocks {
             ScheduledExecutorService timer) {
         this.entryTtlMillis = Math.max(100, Math.min(5_000, watchdogMillis / 3));
         this.synced = syncedExecutor(redisson);
+        this.once = (synced == null) ? commandExecutor(redisson) : null;
         this.grantMillis = entryTtlMillis;
         this.provider = provider;
         this.redisson = redisson;
@@ -319,7 +325,26 @@ final class HandoffLocks {
         return null;
     }
 
-    /** Runs {@code script}: synced on a replicated Redis (see {@link #syncedExecutor}), else a plain cached script. */
+    private static org.redisson.command.CommandAsyncExecutor commandExecutor(RedissonClient redisson) {
+        try {
+            if (redisson instanceof org.redisson.Redisson client) {
+                return client.getCommandExecutor();
+            }
+        }
+        catch (RuntimeException | LinkageError ex) {
+            logger.warn("Could not reach Redisson's command executor: FAIR acquisition scripts may be re-sent by "
+                    + "Redisson's retry", ex);
+        }
+        return null;
+    }
+
+    /**
+     * Runs {@code script}: synced on a replicated Redis (see {@link #syncedExecutor}), else a plain cached script —
+     * except the acquisition script, which Redisson must not re-send: a copy of it that times out on one connection can
+     * still run after the retry took the lock and its caller released it, and take the lock again for nobody. Sent
+     * once, its failure is the waiter's to handle (the next poll; a give-back once the caller is done, see
+     * {@link Waiter#lateScript}). The synced call never re-sends either.
+     */
     private <T> CompletableFuture<T> eval(String key, String script, RScript.ReturnType type, List<Object> keys,
             Object... args) {
         if (synced != null) {
@@ -330,6 +355,10 @@ final class HandoffLocks {
             org.redisson.client.protocol.RedisCommand<T> typed = (org.redisson.client.protocol.RedisCommand<T>) command;
             return synced.<T>syncedEvalNoRetry(key, StringCodec.INSTANCE, typed, script, keys, args)
                     .toCompletableFuture();
+        }
+        if (once != null && script == ACQUIRE) {
+            return once.<List<Object>, T>evalWriteNoRetryAsync(key, StringCodec.INSTANCE,
+                    org.redisson.client.protocol.RedisCommands.EVAL_LIST, script, keys, args).toCompletableFuture();
         }
         return redisson.getScript(StringCodec.INSTANCE).<T>evalAsync(key, RScript.Mode.READ_WRITE, script, type, keys,
                 args).toCompletableFuture();
@@ -392,6 +421,10 @@ final class HandoffLocks {
         waiter.result.whenComplete((granted, failure) -> {
             if (waiter.result.isCancelled()) {
                 waiter.abandon();
+            }
+            else if (waiter.unsettled && waiter.gaveUp()) {
+                // a script whose answer was lost while waiting may run yet (see Waiter#lateScript)
+                waiter.leaveQuietly();
             }
         });
         CompletableFuture<Void> subscribed = subscribed();
@@ -548,8 +581,12 @@ final class HandoffLocks {
          * answered.
          */
         private volatile CompletableFuture<Void> letGo;
-        /** A script of this waiter whose answer was lost may run after the caller's release: see {@link #lateScript}. */
-        private volatile boolean giveBackOnLetGo;
+        /**
+         * A script of this waiter may have done something nobody accounts for: its answer was lost (it may run yet),
+         * or it came after the waiter was answered. Whatever it did is given back once the caller is done: see
+         * {@link #lateScript}.
+         */
+        private volatile boolean unsettled;
 
         Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
             this.key = key;
@@ -613,7 +650,7 @@ final class HandoffLocks {
                 // answered meanwhile (grant, close, give-up, deadline): a queueing script that ran after the caller was
                 // done with the lock queued a ghost
                 if (queue) {
-                    lateScript(true);
+                    lateScript();
                 }
             }
             else if (!queue || System.nanoTime() - deadline >= 0) {
@@ -627,7 +664,7 @@ final class HandoffLocks {
                     result.complete(null);
                 }
                 else if (queue) {
-                    lateScript(true);
+                    lateScript();
                 }
             }
             else {
@@ -655,6 +692,9 @@ final class HandoffLocks {
          * the release script, retried, gives back a lock it may have taken.
          */
         private void failed(boolean queue, Throwable failure) {
+            // the script may run yet, even after the caller got the lock another way and released it (a poll whose
+            // connection broke with it on its way): given back once the caller is done. Written before done is read
+            unsettled = true;
             if (queue) {
                 // the script may have run, and queued this waiter after a close: a close must not count on its entry
                 // being gone. Written before done is read, as in answered()
@@ -662,7 +702,7 @@ final class HandoffLocks {
             }
             if (done.get()) {
                 // a script whose answer is lost may run yet, after the caller is done with the lock
-                lateScript(false);
+                lateScript();
                 return;
             }
             if (queue && polled && System.nanoTime() - deadline < 0) {
@@ -780,7 +820,7 @@ final class HandoffLocks {
             else {
                 // a script still on its way took the lock after the waiter was answered: after a give-up, failure,
                 // close or deadline, or after a grant whose caller may have released the lock since
-                lateScript(true);
+                lateScript();
             }
         }
 
@@ -809,31 +849,29 @@ final class HandoffLocks {
                 result.completeExceptionally(failure);
             }
             else {
-                lateScript(false);
+                lateScript();
             }
         }
 
         /**
-         * A script of this waiter ran ({@code ran}: its answer is here) or may run yet (its answer was lost) after the
-         * waiter was answered, and may have taken the lock, or queued the waiter again, for an acquisition its caller
+         * A script of this waiter ran (its answer is here) or may run yet (its answer was lost) after the waiter was
+         * answered, and may have taken the lock, or queued the waiter again, for an acquisition its caller
          * is done with (seen in the FAIR contract fuzz: a poll sent before the grant message arrived waited for a
          * pooled connection and ran after the caller's release, on another connection, took the free lock for its whole
          * lease, and nobody held it). Whatever it did is given back once the caller is done: at once if the caller gave
-         * up; after the caller's release has answered if the caller was handed the lock and let go of it (not before:
-         * the give-back would race that release and make it answer "not held"). While the caller still holds the lock,
-         * a script that has run needs nothing: the caller's release is sent after {@link #letGo} is set, so after this
-         * read, and undoes it. A script that may run yet can run after that release too: then the caller's let-go
-         * gives back as well ({@link #giveBackOnLetGo} is written before {@link #letGo} is read here, and the reverse in
-         * {@link #letGo()}: at least one side sees the other; both giving back is harmless).
+         * up; after the caller's release has answered if it was handed the lock (not before: the give-back would race
+         * that release and make it answer "not held"), or at once if it was not handed out after all (no release
+         * comes). {@link #unsettled} is written before {@link #letGo} is read here, and the reverse in
+         * {@link #letGo()}: at least one side sees the other; both giving back is harmless. The same flag, set by
+         * {@link #failed} for a script whose answer was lost before the waiter was answered, makes the caller's let-go
+         * or give-up give back too (see {@link HandoffLocks#acquire}).
          */
-        private void lateScript(boolean ran) {
+        private void lateScript() {
+            unsettled = true;
             result.whenComplete((ignored, failure) -> {
                 if (gaveUp()) {
                     leaveQuietly();
                     return;
-                }
-                if (!ran) {
-                    giveBackOnLetGo = true;
                 }
                 CompletableFuture<Void> released = letGo;
                 if (released != null) {
@@ -850,7 +888,7 @@ final class HandoffLocks {
         CompletableFuture<Void> letGo() {
             CompletableFuture<Void> released = new CompletableFuture<>();
             letGo = released;
-            if (giveBackOnLetGo) {
+            if (unsettled) {
                 released.whenComplete((answered, failure) -> leaveQuietly());
             }
             return released;
