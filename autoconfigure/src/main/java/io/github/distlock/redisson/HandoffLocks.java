@@ -32,6 +32,8 @@ import org.redisson.client.codec.StringCodec;
  * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
  * <li>{@code distlock_closes:{K}}: the key's close count (see {@link #CLOSE}), which orders a close against a waiter's
  * queueing by Redis's own sequence of scripts.</li>
+ * <li>{@code distlock_gone:{K}:<owner field>}: the tombstone of a waiter whose caller is done while a script of it may
+ * still be on its way (see {@link #BURY}); its acquisition scripts do nothing while it lives.</li>
  * </ul>
  *
  * <p>The release deletes the lock and, if a live waiter is queued, makes it the owner (the lock's hash names it) with
@@ -63,6 +65,16 @@ final class HandoffLocks {
 
     /** How a script's reply says that the key is closed. */
     private static final long CLOSED = -1;
+
+    /** How the acquisition script says that the waiter was buried (see {@link #BURY}): it did nothing. */
+    private static final long BURIED = -2;
+
+    /**
+     * How long a buried waiter's tombstone lives: longer than any script of it can still be on its way (a command on a
+     * connection that broke, or stalled in the network, reaches Redis within the connection's life — Redisson pings
+     * connections every 30 s by default — or never). Only waiters with a script whose answer was lost are buried.
+     */
+    private static final long TOMBSTONE_MILLIS = 600_000;
 
     private static final String CHANNEL_PREFIX = "distlock:handoff:";
 
@@ -129,13 +141,17 @@ final class HandoffLocks {
             """;
 
     /**
-     * KEYS: lock, queue, entries, closed. ARGV: [1] owner field, [2] lease ms (the watchdog timeout for a watchdog
+     * KEYS: lock, queue, entries, closed, closes, the owner's tombstone. ARGV: [1] owner field, [2] lease ms (the watchdog timeout for a watchdog
      * lock), [3] '1' to queue up when not acquired, '0' to try once (and leave the queue), [4] entry time to live ms,
      * [5] grant ms, [6] channel prefix, [7] key as the grantee knows it.
      * Returns {1} acquired (with the full lease), {0, pttl, now, closes} not acquired (queued with [3] = '1'; closes:
-     * the key's close count, see {@link #CLOSE}), {-1, reason} closed.
+     * the key's close count, see {@link #CLOSE}), {-1, reason} closed, {-2} buried (nothing done).
      */
     private static final String ACQUIRE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            if redis.call('exists', KEYS[6]) == 1 then
+              -- a script of a waiter whose caller is done, carried out late: it must neither take nor queue
+              return {-2}
+            end
             if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
               -- granted by a release whose message has not arrived (or was lost): claim it with the full lease. Before
               -- the closed mark: a grant made before the close makes this waiter the holder, which keeps its lock
@@ -198,6 +214,24 @@ final class HandoffLocks {
      * prefix, [4] key. Returns 1 released, 0 not held.
      */
     private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + """
+            if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+              leave(ARGV[1])
+              return 0
+            end
+            redis.call('del', KEYS[1])
+            hand_off(tonumber(ARGV[2]), ARGV[3], ARGV[4])
+            return 1
+            """;
+
+    /**
+     * The give-back of a waiter whose caller is done while a script of it may still be on its way (its answer was
+     * lost): RELEASE, and a tombstone (KEYS[6], ARGV[5] ms) that makes every later acquisition script of this owner do
+     * nothing. One answer is enough: what ran before is undone, what runs after does nothing (for the tombstone's
+     * life). Without it, a give-back could only try again for a while, and a script delayed past that took the lock for
+     * nobody. KEYS: as ACQUIRE. ARGV: as RELEASE, and [5] the tombstone's life. Returns as RELEASE.
+     */
+    private static final String BURY = "redis.replicate_commands()\n" + FUNCTIONS + """
+            redis.call('set', KEYS[6], '1', 'px', ARGV[5])
             if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
               leave(ARGV[1])
               return 0
@@ -277,8 +311,8 @@ final class HandoffLocks {
      */
     private final org.redisson.command.CommandAsyncExecutor synced;
     /**
-     * Redisson's command executor on a single server, for the acquisition script: sent once, never re-sent by
-     * Redisson's retry (see {@link #eval}); {@code null} when it cannot be reached.
+     * Redisson's command executor on a single server, for the acquisition and release scripts: sent once, never
+     * re-sent by Redisson's retry (see {@link #eval}); {@code null} when it cannot be reached.
      */
     private final org.redisson.command.CommandAsyncExecutor once;
     private final String clientId;
@@ -291,7 +325,9 @@ final class HandoffLocks {
             ScheduledExecutorService timer) {
         this.entryTtlMillis = Math.max(100, Math.min(5_000, watchdogMillis / 3));
         this.synced = syncedExecutor(redisson);
-        this.once = (synced == null) ? commandExecutor(redisson) : null;
+        this.once = (synced == null)
+                ? commandExecutor(redisson, "FAIR acquisition and release scripts may be re-sent by Redisson's retry")
+                : null;
         this.grantMillis = entryTtlMillis;
         this.provider = provider;
         this.redisson = redisson;
@@ -313,52 +349,48 @@ final class HandoffLocks {
         if (config.isSingleConfig()) {
             return null;
         }
-        try {
-            if (redisson instanceof org.redisson.Redisson client) {
-                return client.getCommandExecutor();
-            }
-        }
-        catch (RuntimeException | LinkageError ex) {
-            logger.warn("Could not reach Redisson's synced script call: FAIR locks on this replicated Redis are not "
-                    + "confirmed by the replicas (a failover may lose one)", ex);
-        }
-        return null;
+        return commandExecutor(redisson, "FAIR locks on this replicated Redis are not confirmed by the replicas (a "
+                + "failover may lose one)");
     }
 
-    private static org.redisson.command.CommandAsyncExecutor commandExecutor(RedissonClient redisson) {
+    /** Redisson's (internal) command executor; {@code null}, logged with what that costs, when it cannot be reached. */
+    private static org.redisson.command.CommandAsyncExecutor commandExecutor(RedissonClient redisson, String without) {
         try {
             if (redisson instanceof org.redisson.Redisson client) {
                 return client.getCommandExecutor();
             }
         }
         catch (RuntimeException | LinkageError ex) {
-            logger.warn("Could not reach Redisson's command executor: FAIR acquisition scripts may be re-sent by "
-                    + "Redisson's retry", ex);
+            logger.warn("Could not reach Redisson's command executor: " + without, ex);
+            return null;
         }
+        logger.warn("Not a Redisson client (" + redisson.getClass().getName() + "): " + without);
         return null;
     }
 
     /**
      * Runs {@code script}: synced on a replicated Redis (see {@link #syncedExecutor}), else a plain cached script —
-     * except the acquisition script, which Redisson must not re-send: a copy of it that times out on one connection can
-     * still run after the retry took the lock and its caller released it, and take the lock again for nobody. Sent
-     * once, its failure is the waiter's to handle (the next poll; a give-back once the caller is done, see
-     * {@link Waiter#lateScript}). The synced call never re-sends either.
+     * except the acquisition and release scripts, which Redisson must not re-send (as it does not re-send its own
+     * unlock): a copy of an acquisition that timed out on one connection can still run after the retry took the lock
+     * and its caller released it, and take the lock again for nobody; a re-sent release whose first copy ran answers
+     * "not held", and the holder is told its lock was lost. Sent once, a failure is handled by the waiter (the next
+     * poll; a give-back that buries it once the caller is done, see {@link Waiter#lateScript}) or by the release's
+     * caller (an exception, and a give-back). The synced call never re-sends either.
      */
     private <T> CompletableFuture<T> eval(String key, String script, RScript.ReturnType type, List<Object> keys,
             Object... args) {
+        org.redisson.client.protocol.RedisCommand<?> command = (type == RScript.ReturnType.LIST)
+                ? org.redisson.client.protocol.RedisCommands.EVAL_LIST
+                : org.redisson.client.protocol.RedisCommands.EVAL_LONG;
+        @SuppressWarnings("unchecked")
+        org.redisson.client.protocol.RedisCommand<T> typed = (org.redisson.client.protocol.RedisCommand<T>) command;
         if (synced != null) {
-            org.redisson.client.protocol.RedisCommand<?> command = (type == RScript.ReturnType.LIST)
-                    ? org.redisson.client.protocol.RedisCommands.EVAL_LIST
-                    : org.redisson.client.protocol.RedisCommands.EVAL_LONG;
-            @SuppressWarnings("unchecked")
-            org.redisson.client.protocol.RedisCommand<T> typed = (org.redisson.client.protocol.RedisCommand<T>) command;
             return synced.<T>syncedEvalNoRetry(key, StringCodec.INSTANCE, typed, script, keys, args)
                     .toCompletableFuture();
         }
-        if (once != null && script == ACQUIRE) {
-            return once.<List<Object>, T>evalWriteNoRetryAsync(key, StringCodec.INSTANCE,
-                    org.redisson.client.protocol.RedisCommands.EVAL_LIST, script, keys, args).toCompletableFuture();
+        if (once != null && (script == ACQUIRE || script == RELEASE || script == BURY)) {
+            return once.<T, T>evalWriteNoRetryAsync(key, StringCodec.INSTANCE, typed, script, keys, args)
+                    .toCompletableFuture();
         }
         return redisson.getScript(StringCodec.INSTANCE).<T>evalAsync(key, RScript.Mode.READ_WRITE, script, type, keys,
                 args).toCompletableFuture();
@@ -387,6 +419,15 @@ final class HandoffLocks {
 
     private static List<Object> keys(String key) {
         return List.of(key, queueKey(key), entriesKey(key), closedKey(key), closesKey(key));
+    }
+
+    static String tombstoneKey(String key, String field) {
+        return RedissonObject.prefixName("distlock_gone", key) + ":" + field;
+    }
+
+    /** The keys of the scripts of one owner: {@link #keys} and its tombstone. */
+    private static List<Object> keys(String key, String field) {
+        return List.of(key, queueKey(key), entriesKey(key), closedKey(key), closesKey(key), tombstoneKey(key, field));
     }
 
     /**
@@ -446,6 +487,12 @@ final class HandoffLocks {
     CompletableFuture<Boolean> release(String key, String field) {
         return this.<Long>eval(key, RELEASE, RScript.ReturnType.LONG, keys(key), field, String.valueOf(grantMillis),
                 CHANNEL_PREFIX, key).thenApply(released -> released == 1L);
+    }
+
+    /** {@link #release}, and {@code field}'s tombstone: see {@link #BURY}. */
+    CompletableFuture<Boolean> bury(String key, String field) {
+        return this.<Long>eval(key, BURY, RScript.ReturnType.LONG, keys(key, field), field, String.valueOf(grantMillis),
+                CHANNEL_PREFIX, key, String.valueOf(TOMBSTONE_MILLIS)).thenApply(released -> released == 1L);
     }
 
     /** Extends {@code field}'s lock to {@code leaseMillis} if it still holds it. */
@@ -587,6 +634,11 @@ final class HandoffLocks {
          * {@link #lateScript}.
          */
         private volatile boolean unsettled;
+        /**
+         * A script of this waiter failed: it may be carried out yet, at any time. Its give-back buries the waiter
+         * ({@link #BURY}) rather than only releasing, so that it does nothing then. Written before {@link #unsettled}.
+         */
+        private volatile boolean mayRunYet;
 
         Waiter(String key, long owner, String field, long leaseMillis, long deadline, boolean waits) {
             this.key = key;
@@ -605,7 +657,7 @@ final class HandoffLocks {
             long sent = System.nanoTime();
             CompletableFuture<List<Object>> reply;
             try {
-                reply = HandoffLocks.this.<List<Object>>eval(key, ACQUIRE, RScript.ReturnType.LIST, keys(key), field,
+                reply = HandoffLocks.this.<List<Object>>eval(key, ACQUIRE, RScript.ReturnType.LIST, keys(key, field), field,
                         String.valueOf(leaseMillis), queue ? "1" : "0", String.valueOf(entryTtlMillis),
                         String.valueOf(grantMillis), CHANNEL_PREFIX, key);
             }
@@ -637,6 +689,16 @@ final class HandoffLocks {
             if (code == CLOSED) {
                 // the script took the entry out itself: nothing to leave
                 closeAnswered(answer.get(1).toString());
+                return;
+            }
+            if (code == BURIED) {
+                // a script of a waiter that was buried (answered, its caller done): it did nothing. Defensive: a waiter
+                // is buried only once answered
+                if (done.compareAndSet(false, true)) {
+                    cancelPoll();
+                    waiting.remove(owner);
+                    result.complete(null);
+                }
                 return;
             }
             if (queue) {
@@ -686,14 +748,15 @@ final class HandoffLocks {
         }
 
         /**
-         * A command failed. The first one fails the acquisition (Redis is unreachable, as it is for any lock type); once
-         * queued, the waiter keeps polling until its deadline (Redis may come back, say after a restart that lost the
-         * queue: the next poll queues again), and only a failed last try fails it. Either way the script may have run:
-         * the release script, retried, gives back a lock it may have taken.
+         * A command failed. A waiter that waits keeps polling until its deadline after a timeout or a lost connection
+         * (Redis may come back, say after a restart that lost the queue: the next poll queues again), and after any
+         * failure once it has queued; only a failed last try, another error of the first script, or any failure of a
+         * single try fails it. Either way the script may have run, or run yet: see {@link #unsettled}.
          */
         private void failed(boolean queue, Throwable failure) {
             // the script may run yet, even after the caller got the lock another way and released it (a poll whose
             // connection broke with it on its way): given back once the caller is done. Written before done is read
+            mayRunYet = true;
             unsettled = true;
             if (queue) {
                 // the script may have run, and queued this waiter after a close: a close must not count on its entry
@@ -705,7 +768,9 @@ final class HandoffLocks {
                 lateScript();
                 return;
             }
-            if (queue && polled && System.nanoTime() - deadline < 0) {
+            // a first script that timed out or lost its connection is not re-sent by Redisson (see eval): the waiter
+            // tries again itself until its deadline, as after a queued poll; another error fails the call at once
+            if (queue && (polled || transientFailure(failure)) && System.nanoTime() - deadline < 0) {
                 schedulePoll();
                 return;
             }
@@ -713,6 +778,13 @@ final class HandoffLocks {
         }
 
         private volatile boolean polled;
+
+        private static boolean transientFailure(Throwable failure) {
+            Throwable cause = (failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null)
+                    ? failure.getCause() : failure;
+            return cause instanceof org.redisson.client.RedisTimeoutException
+                    || cause instanceof org.redisson.client.RedisConnectionException;
+        }
 
         private void schedulePoll() {
             polled = true;
@@ -760,7 +832,7 @@ final class HandoffLocks {
             // confirms it is still this waiter's, with the holder's whole lease
             renew(key, field, leaseMillis).whenComplete((held, failure) -> {
                 if (failure != null) {
-                    provider.giveBack(key, () -> release(key, field), leaseMillis);
+                    leaveQuietly();
                     result.completeExceptionally(failure);
                 }
                 else if (held) {
@@ -830,7 +902,7 @@ final class HandoffLocks {
          */
         private void hand(Granted granted) {
             if (!result.complete(granted)) {
-                provider.giveBack(key, () -> release(key, field), leaseMillis);
+                leaveQuietly();
             }
         }
 
@@ -844,8 +916,9 @@ final class HandoffLocks {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);
-                // the script may have run after the client gave up on it: release or leave, until Redis answers
-                provider.giveBack(key, () -> release(key, field), leaseMillis);
+                // the script may have run after the client gave up on it, or run yet: release or leave (and bury),
+                // until Redis answers
+                leaveQuietly();
                 result.completeExceptionally(failure);
             }
             else {
@@ -899,12 +972,21 @@ final class HandoffLocks {
             if (done.compareAndSet(false, true)) {
                 cancelPoll();
                 waiting.remove(owner);
-                provider.giveBack(key, () -> release(key, field), leaseMillis);
+                leaveQuietly();
             }
         }
 
+        /**
+         * Releases what this waiter may hold, or takes it out of the queue, until Redis answers; a waiter with a script
+         * that may run yet is buried as well (one answer is then enough, see {@link #BURY}).
+         */
         private void leaveQuietly() {
-            provider.giveBack(key, () -> release(key, field), leaseMillis);
+            if (mayRunYet) {
+                provider.giveBack(key, () -> bury(key, field), leaseMillis);
+            }
+            else {
+                provider.giveBack(key, () -> release(key, field), leaseMillis);
+            }
         }
 
         private void cancelPoll() {

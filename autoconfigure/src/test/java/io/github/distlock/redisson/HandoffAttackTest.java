@@ -236,14 +236,15 @@ class HandoffAttackTest extends HandoffTestBase {
         awaitQueued("k", 1);
         String field = slow.clientId() + ":" + request.owner().id();
         // the waiter's next poll (every 333 ms) stops on its way to Redis
-        assertThat(proxy.holdNextCommandContaining(field).await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
+        RedisTestProxy.Hold poll = proxy.hold(field, false);
+        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
         assertThat(holder.release()).isTrue();
         LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
         assertThat(granted).as("the grant").isNotNull();
         assertThat(granted.release()).isTrue();
         assertThat(redis("EXISTS", "k")).as("free after the grantee's release").isEqualTo(0L);
 
-        proxy.letHeldThrough();
+        poll.letThrough();
 
         // the poll took the lock for the waiter (its answer is on its way), and nobody uses it: given back
         await("lock k given back, not held by nobody for 60 s").atMost(Duration.ofSeconds(5))
@@ -268,7 +269,8 @@ class HandoffAttackTest extends HandoffTestBase {
         CompletableFuture<LockHandle> waiter = slow.acquire(request);
         awaitQueued("k", 1);
         String field = slow.clientId() + ":" + request.owner().id();
-        assertThat(proxy.holdNextCommandContaining(field).await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
+        RedisTestProxy.Hold poll = proxy.hold(field, false);
+        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
         assertThat(holder.release()).isTrue();
         LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
         assertThat(granted.release()).isTrue();
@@ -278,7 +280,7 @@ class HandoffAttackTest extends HandoffTestBase {
         CompletableFuture<LockHandle> behind = a.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
         awaitQueued("k", 1);
 
-        proxy.letHeldThrough();
+        poll.letThrough();
 
         // the late poll queues the waiter behind the live one; no script looks at the queue while the lock is held, so
         // only the waiter itself can take its entry out

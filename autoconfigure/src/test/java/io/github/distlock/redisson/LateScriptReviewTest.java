@@ -1,20 +1,9 @@
 package io.github.distlock.redisson;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -37,7 +26,7 @@ import static org.awaitility.Awaitility.await;
  * done, {@code Waiter#lateScript}): interleavings it still leaves with a lock held by nobody for a whole lease, or a
  * ghost entry. Each test states its interleaving; each fails on ba46bb3.
  *
- * <p>Tool: {@link HoldingProxy}, between one provider's client and the redis-server, holds chosen commands on their way
+ * <p>Tool: {@link RedisTestProxy}, between one provider's client and the redis-server, holds chosen commands on their way
  * to Redis (and, for one of them, its reply on its way back), several per test, in an order the test decides.
  */
 class LateScriptReviewTest extends HandoffTestBase {
@@ -54,7 +43,7 @@ class LateScriptReviewTest extends HandoffTestBase {
     }
 
     /** A provider whose client reaches Redis through {@code proxy}; {@code tune} adjusts its Redisson config. */
-    private RedissonLockProvider providerThrough(HoldingProxy proxy, Consumer<org.redisson.config.SingleServerConfig> tune) {
+    private RedissonLockProvider providerThrough(RedisTestProxy proxy, Consumer<org.redisson.config.SingleServerConfig> tune) {
         Config config = new Config();
         config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
         org.redisson.config.SingleServerConfig server = config.useSingleServer().setAddress(proxy.uri()).setTimeout(10_000);
@@ -67,8 +56,8 @@ class LateScriptReviewTest extends HandoffTestBase {
         return provider;
     }
 
-    private HoldingProxy proxy() {
-        return HoldingProxy.start(redis.port());
+    private RedisTestProxy proxy() {
+        return RedisTestProxy.start(redis.port());
     }
 
     /** Loads every script a fenced FAIR acquisition sends, so that none goes as EVALSHA, NOSCRIPT, EVAL under a hold. */
@@ -90,7 +79,7 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aLatePollAnsweredBeforeAFencedGranteesTokenSaysLostIsUndone() throws Exception {
-        HoldingProxy proxy = proxy();
+        RedisTestProxy proxy = proxy();
         RedissonLockProvider slow = providerThrough(proxy, server -> { });
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
@@ -100,11 +89,11 @@ class LateScriptReviewTest extends HandoffTestBase {
         CompletableFuture<LockHandle> waiter = slow.acquire(request);
         awaitQueued("k", 1);
 
-        HoldingProxy.Hold poll = proxy.hold(field, false);
+        RedisTestProxy.Hold poll = proxy.hold(field, false);
         assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
         // the grantee's next commands: its token (reply held too), then its claim (held until the end)
-        HoldingProxy.Hold token = proxy.hold("redisson_lock_token", true);
-        HoldingProxy.Hold claim = proxy.hold(field, false);
+        RedisTestProxy.Hold token = proxy.hold("redisson_lock_token", true);
+        RedisTestProxy.Hold claim = proxy.hold(field, false);
         assertThat(holder.release()).isTrue();
         assertThat(token.held.await(5, TimeUnit.SECONDS)).as("the token script held").isTrue();
         assertThat(claim.held.await(5, TimeUnit.SECONDS)).as("the claim held").isTrue();
@@ -139,7 +128,7 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aPollThatFailedBeforeTheGrantAndRunsAfterTheReleaseIsUndone() throws Exception {
-        HoldingProxy proxy = proxy();
+        RedisTestProxy proxy = proxy();
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
@@ -148,7 +137,7 @@ class LateScriptReviewTest extends HandoffTestBase {
         CompletableFuture<LockHandle> waiter = slow.acquire(request);
         awaitQueued("k", 1);
 
-        HoldingProxy.Hold poll = proxy.holdAndCut(field);
+        RedisTestProxy.Hold poll = proxy.holdAndCut(field);
         assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
         // the poll times out (500 ms), the waiter polls on over other connections and stays queued
         await().during(Duration.ofMillis(1_200)).atMost(Duration.ofSeconds(3))
@@ -159,9 +148,10 @@ class LateScriptReviewTest extends HandoffTestBase {
         assertThat(granted.release()).isTrue();
         assertThat(redis("EXISTS", "k")).as("free after the grantee's release").isEqualTo(0L);
 
+        // carried out now, it finds the waiter buried (its tombstone, the acquisition script's first check: EXISTS)
+        long checks = calls("exists");
         poll.letThrough();
-        await("the stalled poll carried out").atMost(Duration.ofSeconds(2))
-                .until(() -> (Long) redis("HEXISTS", "k", field) == 1L);
+        await("the stalled poll carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
 
         // the stalled poll took the lock for nobody: given back (a couple of give-back rounds), not kept for 60 s
         LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
@@ -182,13 +172,13 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aScriptRetriedByRedissonWhoseFirstCopyRunsAfterTheReleaseIsUndone() throws Exception {
-        HoldingProxy proxy = proxy();
+        RedisTestProxy proxy = proxy();
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(1)
                 .setRetryDelay(new ConstantDelay(Duration.ofMillis(10))));
         warmUp(slow);
         LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
         String field = slow.clientId() + ":" + request.owner().id();
-        HoldingProxy.Hold first = proxy.holdAndCut(field);
+        RedisTestProxy.Hold first = proxy.holdAndCut(field);
         CompletableFuture<LockHandle> acquisition = slow.acquire(request);
         assertThat(first.held.await(5, TimeUnit.SECONDS)).as("the first copy held").isTrue();
         // on ba46bb3 the retried copy acquires; a provider that does not let Redisson resend its scripts may fail the
@@ -199,217 +189,13 @@ class LateScriptReviewTest extends HandoffTestBase {
         }
         assertThat(redis("EXISTS", "k")).as("free after the release").isEqualTo(0L);
 
+        long checks = calls("exists");
         first.letThrough();
-        await("the first copy carried out: it took the free lock").atMost(Duration.ofSeconds(2))
-                .until(() -> (Long) redis("HEXISTS", "k", field) == 1L);
+        await("the first copy carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
 
         LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
         assertThat(next).as("the next caller, while the first copy's lock (pttl %s, hash %s) lives on",
                 redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
         assertThat(next.release()).isTrue();
-    }
-
-    /**
-     * A TCP proxy between one Redis client and the redis-server that holds chosen commands: each {@link Hold} holds the
-     * next command (not matched by an earlier hold) whose bytes contain its marker on its way to Redis, with whatever
-     * follows on that connection, until {@link Hold#letThrough()}; with {@code holdReply}, the reply that follows on
-     * that connection is held too, until {@link Hold#letReplyThrough()}.
-     */
-    static final class HoldingProxy implements AutoCloseable {
-
-        final class Hold {
-
-            final String marker;
-            final boolean holdReply;
-            /** Whether the client's side of the connection is closed once the command is held. */
-            volatile boolean cutClient;
-            final CountDownLatch held = new CountDownLatch(1);
-            private final CountDownLatch through = new CountDownLatch(1);
-            final CountDownLatch replyArrived = new CountDownLatch(1);
-            private final CountDownLatch replyThrough = new CountDownLatch(1);
-            final CountDownLatch replyForwarded = new CountDownLatch(1);
-
-            Hold(String marker, boolean holdReply) {
-                this.marker = marker;
-                this.holdReply = holdReply;
-            }
-
-            void letThrough() {
-                through.countDown();
-            }
-
-            void letReplyThrough() {
-                replyThrough.countDown();
-            }
-
-            void release() {
-                through.countDown();
-                replyThrough.countDown();
-            }
-        }
-
-        private final ServerSocket serverSocket;
-        private final int target;
-        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-        private final List<Hold> pending = new CopyOnWriteArrayList<>();
-        private final List<Hold> all = new CopyOnWriteArrayList<>();
-        private volatile boolean closed;
-
-        private HoldingProxy(ServerSocket serverSocket, int target) {
-            this.serverSocket = serverSocket;
-            this.target = target;
-        }
-
-        static HoldingProxy start(int target) {
-            try {
-                HoldingProxy proxy = new HoldingProxy(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), target);
-                Thread acceptor = new Thread(proxy::acceptLoop, "holding-proxy-accept");
-                acceptor.setDaemon(true);
-                acceptor.start();
-                return proxy;
-            }
-            catch (IOException ex) {
-                throw new UncheckedIOException(ex);
-            }
-        }
-
-        String uri() {
-            return "redis://127.0.0.1:" + serverSocket.getLocalPort();
-        }
-
-        /**
-         * Holds the next command containing {@code marker}, and closes the client's side of its connection at once:
-         * the client sees the connection drop with the command unanswered, while the command itself reaches Redis when
-         * let through (a request still on its way when its connection died).
-         */
-        Hold holdAndCut(String marker) {
-            Hold hold = hold(marker, false);
-            hold.cutClient = true;
-            return hold;
-        }
-
-        Hold hold(String marker, boolean holdReply) {
-            Hold hold = new Hold(marker, holdReply);
-            all.add(hold);
-            pending.add(hold);
-            return hold;
-        }
-
-        @Override
-        public void close() {
-            closed = true;
-            all.forEach(Hold::release);
-            try {
-                serverSocket.close();
-            }
-            catch (IOException ignored) {
-                // closing anyway
-            }
-            for (Socket socket : sockets) {
-                try {
-                    socket.close();
-                }
-                catch (IOException ignored) {
-                    // closing anyway
-                }
-            }
-        }
-
-        private synchronized Hold match(String text) {
-            for (Hold hold : pending) {
-                if (text.contains(hold.marker)) {
-                    pending.remove(hold);
-                    return hold;
-                }
-            }
-            return null;
-        }
-
-        private void acceptLoop() {
-            while (!closed) {
-                try {
-                    Socket client = serverSocket.accept();
-                    Socket server = new Socket();
-                    server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 5_000);
-                    client.setTcpNoDelay(true);
-                    server.setTcpNoDelay(true);
-                    sockets.add(client);
-                    sockets.add(server);
-                    // the hold whose reply is next on this connection
-                    java.util.concurrent.atomic.AtomicReference<Hold> awaitingReply = new java.util.concurrent.atomic.AtomicReference<>();
-                    pump(client, server, bytes -> {
-                        Hold hold = match(new String(bytes, StandardCharsets.ISO_8859_1));
-                        if (hold != null) {
-                            if (hold.cutClient) {
-                                try {
-                                    client.close();
-                                }
-                                catch (IOException ignored) {
-                                    // closed anyway
-                                }
-                            }
-                            hold.held.countDown();
-                            await(hold.through);
-                            awaitingReply.set(hold);
-                        }
-                    }, bytes -> { });
-                    pump(server, client, bytes -> {
-                        Hold hold = awaitingReply.get();
-                        if (hold != null && hold.holdReply) {
-                            hold.replyArrived.countDown();
-                            await(hold.replyThrough);
-                        }
-                    }, bytes -> {
-                        Hold hold = awaitingReply.getAndSet(null);
-                        if (hold != null) {
-                            hold.replyArrived.countDown();
-                            hold.replyForwarded.countDown();
-                        }
-                    });
-                }
-                catch (IOException ex) {
-                    return;
-                }
-            }
-        }
-
-        private static void await(CountDownLatch latch) {
-            try {
-                latch.await();
-            }
-            catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-        }
-
-        private void pump(Socket from, Socket to, Consumer<byte[]> before, Consumer<byte[]> after) {
-            Thread thread = new Thread(() -> {
-                byte[] buffer = new byte[16 * 1024];
-                try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                    int read;
-                    while ((read = in.read(buffer)) != -1) {
-                        byte[] chunk = java.util.Arrays.copyOf(buffer, read);
-                        before.accept(chunk);
-                        out.write(chunk);
-                        out.flush();
-                        after.accept(chunk);
-                    }
-                }
-                catch (IOException ex) {
-                    // one side closed
-                }
-                finally {
-                    try {
-                        from.close();
-                        to.close();
-                    }
-                    catch (IOException ignored) {
-                        // closed
-                    }
-                }
-            }, "holding-proxy-pump");
-            thread.setDaemon(true);
-            thread.start();
-        }
     }
 }

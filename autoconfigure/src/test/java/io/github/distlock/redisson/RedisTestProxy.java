@@ -13,26 +13,65 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
- * A TCP proxy between one Redis client and a redis-server, for the network's part in an interleaving. Once told, it
- * drops what Redis answers on the client's command connections but still passes its pub/sub connection (the one that
- * sent SUBSCRIBE): scripts are carried out, their answers are lost (the client times out), and messages still arrive.
- * Or it holds the next command that mentions a given text on its way to Redis (and whatever follows it on that
- * connection) until let through: a command the client sent early that Redis carries out late, after commands the
- * client sent later on its other connections.
+ * A TCP proxy between one Redis client and a redis-server, for the network's part in an interleaving:
+ * <ul>
+ * <li>once told, it drops what Redis answers on the client's command connections but still passes its pub/sub
+ * connection (the one that sent SUBSCRIBE): scripts are carried out, their answers are lost (the client times out),
+ * and messages still arrive ({@link #dropCommandReplies()});</li>
+ * <li>each {@link Hold} holds the next command (not matched by an earlier hold) whose bytes contain its marker on its
+ * way to Redis, with whatever follows on that connection, until {@link Hold#letThrough()}: a command the client sent
+ * early that Redis carries out late, after commands sent later on other connections; with {@code holdReply}, the reply
+ * that follows on that connection is held too, until {@link Hold#letReplyThrough()}; {@link #holdAndCut} closes the
+ * client's side of the connection at once (a request still on its way when its connection died).</li>
+ * </ul>
  */
 final class RedisTestProxy implements AutoCloseable {
+
+    /** One command held on its way to Redis (see the class comment). */
+    final class Hold {
+
+        final String marker;
+        final boolean holdReply;
+        /** Whether the client's side of the connection is closed once the command is held. */
+        volatile boolean cutClient;
+        final CountDownLatch held = new CountDownLatch(1);
+        private final CountDownLatch through = new CountDownLatch(1);
+        final CountDownLatch replyArrived = new CountDownLatch(1);
+        private final CountDownLatch replyThrough = new CountDownLatch(1);
+        final CountDownLatch replyForwarded = new CountDownLatch(1);
+
+        Hold(String marker, boolean holdReply) {
+            this.marker = marker;
+            this.holdReply = holdReply;
+        }
+
+        void letThrough() {
+            through.countDown();
+        }
+
+        void letReplyThrough() {
+            replyThrough.countDown();
+        }
+
+        void release() {
+            through.countDown();
+            replyThrough.countDown();
+        }
+    }
 
     private final ServerSocket serverSocket;
     private final int target;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Socket[]> commandConnections = new CopyOnWriteArrayList<>();
+    private final List<Hold> pending = new CopyOnWriteArrayList<>();
+    private final List<Hold> all = new CopyOnWriteArrayList<>();
     private volatile boolean dropping;
     private volatile boolean closed;
-    private volatile String holdMarker;
-    private volatile CountDownLatch holding = new CountDownLatch(1);
-    private final CountDownLatch letThrough = new CountDownLatch(1);
 
     private RedisTestProxy(ServerSocket serverSocket, int target) {
         this.serverSocket = serverSocket;
@@ -61,56 +100,59 @@ final class RedisTestProxy implements AutoCloseable {
     }
 
     /**
-     * Holds the next command whose bytes contain {@code marker} on its way to Redis, with everything after it on its
-     * connection, until {@link #letHeldThrough()}; the latch counts down once one is held. Once per proxy.
-     */
-    CountDownLatch holdNextCommandContaining(String marker) {
-        holdMarker = marker;
-        return holding;
-    }
-
-    /** Sends the held command (and what queued behind it) on to Redis. */
-    void letHeldThrough() {
-        letThrough.countDown();
-    }
-
-    /**
-     * The end of the outage: the command connections are reset (their lost answers would desynchronise them),
-     * the client reconnects, and answers flow again. The pub/sub connection stays.
+     * The end of the outage: the command connections are reset (their lost answers would desynchronise them), the
+     * client reconnects, and answers flow again. The pub/sub connection stays.
      */
     void resetCommandConnections() {
         dropping = false;
         for (Socket[] pair : commandConnections) {
             for (Socket socket : pair) {
-                try {
-                    socket.close();
-                }
-                catch (IOException ignored) {
-                    // closing anyway
-                }
+                closeQuietly(socket);
             }
         }
         commandConnections.clear();
     }
 
+    /** Holds the next command containing {@code marker} on its way to Redis (and its reply, with {@code holdReply}). */
+    Hold hold(String marker, boolean holdReply) {
+        Hold hold = new Hold(marker, holdReply);
+        all.add(hold);
+        pending.add(hold);
+        return hold;
+    }
+
+    /**
+     * Holds the next command containing {@code marker}, and closes the client's side of its connection at once: the
+     * client sees the connection drop with the command unanswered, while the command itself reaches Redis when let
+     * through (a request still on its way when its connection died).
+     */
+    Hold holdAndCut(String marker) {
+        Hold hold = hold(marker, false);
+        hold.cutClient = true;
+        return hold;
+    }
+
     @Override
     public void close() {
         closed = true;
-        letThrough.countDown();
+        all.forEach(Hold::release);
         try {
             serverSocket.close();
         }
         catch (IOException ignored) {
             // closing anyway
         }
-        for (Socket socket : sockets) {
-            try {
-                socket.close();
-            }
-            catch (IOException ignored) {
-                // closing anyway
+        sockets.forEach(RedisTestProxy::closeQuietly);
+    }
+
+    private synchronized Hold match(String text) {
+        for (Hold hold : pending) {
+            if (text.contains(hold.marker)) {
+                pending.remove(hold);
+                return hold;
             }
         }
+        return null;
     }
 
     private void acceptLoop() {
@@ -126,21 +168,39 @@ final class RedisTestProxy implements AutoCloseable {
                 AtomicBoolean subscriber = new AtomicBoolean();
                 Socket[] pair = {client, server};
                 commandConnections.add(pair);
+                // the hold whose reply is next on this connection
+                AtomicReference<Hold> awaitingReply = new AtomicReference<>();
                 pump(client, server, bytes -> {
                     String text = new String(bytes, StandardCharsets.ISO_8859_1);
                     if (text.toUpperCase().contains("SUBSCRIBE")) {
                         subscriber.set(true);
                         commandConnections.remove(pair);
                     }
-                    String marker = holdMarker;
-                    if (marker != null && text.contains(marker) && holding.getCount() > 0) {
-                        holdMarker = null;
-                        holding.countDown();
-                        awaitLetThrough();
+                    Hold hold = match(text);
+                    if (hold != null) {
+                        if (hold.cutClient) {
+                            closeQuietly(client);
+                        }
+                        hold.held.countDown();
+                        await(hold.through);
+                        awaitingReply.set(hold);
                     }
                     return true;
+                }, bytes -> { });
+                pump(server, client, bytes -> {
+                    Hold hold = awaitingReply.get();
+                    if (hold != null && hold.holdReply) {
+                        hold.replyArrived.countDown();
+                        await(hold.replyThrough);
+                    }
+                    return subscriber.get() || !dropping;
+                }, bytes -> {
+                    Hold hold = awaitingReply.getAndSet(null);
+                    if (hold != null) {
+                        hold.replyArrived.countDown();
+                        hold.replyForwarded.countDown();
+                    }
                 });
-                pump(server, client, bytes -> subscriber.get() || !dropping);
             }
             catch (IOException ex) {
                 return;
@@ -148,25 +208,36 @@ final class RedisTestProxy implements AutoCloseable {
         }
     }
 
-    private void awaitLetThrough() {
+    private static void await(CountDownLatch latch) {
         try {
-            letThrough.await();
+            latch.await();
         }
         catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
         }
     }
 
-    private void pump(Socket from, Socket to, java.util.function.Predicate<byte[]> pass) {
+    private static void closeQuietly(Socket socket) {
+        try {
+            socket.close();
+        }
+        catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    /** Copies {@code from} to {@code to}; {@code before} decides whether a chunk passes, {@code after} sees it passed. */
+    private void pump(Socket from, Socket to, Predicate<byte[]> before, Consumer<byte[]> after) {
         Thread thread = new Thread(() -> {
             byte[] buffer = new byte[16 * 1024];
             try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
                 int read;
                 while ((read = in.read(buffer)) != -1) {
                     byte[] chunk = java.util.Arrays.copyOf(buffer, read);
-                    if (pass.test(chunk)) {
+                    if (before.test(chunk)) {
                         out.write(chunk);
                         out.flush();
+                        after.accept(chunk);
                     }
                 }
             }
@@ -174,13 +245,8 @@ final class RedisTestProxy implements AutoCloseable {
                 // one side closed
             }
             finally {
-                try {
-                    from.close();
-                    to.close();
-                }
-                catch (IOException ignored) {
-                    // closed
-                }
+                closeQuietly(from);
+                closeQuietly(to);
             }
         }, "redis-test-proxy-pump");
         thread.setDaemon(true);
