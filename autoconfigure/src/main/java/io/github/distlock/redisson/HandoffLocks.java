@@ -70,11 +70,18 @@ final class HandoffLocks {
     private static final long BURIED = -2;
 
     /**
-     * How long a buried waiter's tombstone lives: longer than any script of it can still be on its way (a command on a
-     * connection that broke, or stalled in the network, reaches Redis within the connection's life — Redisson pings
-     * connections every 30 s by default — or never). Only waiters with a script whose answer was lost are buried.
+     * How long a buried waiter's tombstone lives: longer than any script of it can still be on its way — a command on a
+     * connection that broke, or stalled in the network, reaches Redis within the connection's life or never, and
+     * Linux gives up retransmitting on a half-open connection after about 15 minutes (tcp_retries2). Only waiters with
+     * a script whose answer was lost are buried: none in normal operation.
      */
-    private static final long TOMBSTONE_MILLIS = 600_000;
+    private static final long TOMBSTONE_MILLIS = 30 * 60_000;
+
+    /**
+     * How often a waiter tries its first script again after a timeout or a lost connection (scripts are not re-sent by
+     * Redisson, see {@link #eval}): as often as Redisson re-sends a command by default.
+     */
+    private static final int FIRST_SCRIPT_RETRIES = 4;
 
     private static final String CHANNEL_PREFIX = "distlock:handoff:";
 
@@ -737,6 +744,7 @@ final class HandoffLocks {
                     clockError = (received - sent) / 2 + 1_000_000;
                 }
                 // a close that takes done from here on reads the count written above
+                polled = true;
                 schedulePoll();
             }
         }
@@ -769,15 +777,21 @@ final class HandoffLocks {
                 return;
             }
             // a first script that timed out or lost its connection is not re-sent by Redisson (see eval): the waiter
-            // tries again itself until its deadline, as after a queued poll; another error fails the call at once
-            if (queue && (polled || transientFailure(failure)) && System.nanoTime() - deadline < 0) {
+            // tries again itself, as often as Redisson would have re-sent it, then fails as a REENTRANT call does once
+            // Redisson's retries are spent; another error fails the call at once. Once queued, it polls on until its
+            // deadline (Redis may come back with the queue lost: the next poll queues again)
+            if (queue && System.nanoTime() - deadline < 0
+                    && (polled || (transientFailure(failure) && ++firstScriptRetries <= FIRST_SCRIPT_RETRIES))) {
                 schedulePoll();
                 return;
             }
             fail(failure);
         }
 
+        /** Whether a queueing script of this waiter was answered: from then on, a failed poll does not fail it. */
         private volatile boolean polled;
+        /** Transient failures of the first script tried again; one attempt is on its way at a time. */
+        private int firstScriptRetries;
 
         private static boolean transientFailure(Throwable failure) {
             Throwable cause = (failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null)
@@ -787,7 +801,6 @@ final class HandoffLocks {
         }
 
         private void schedulePoll() {
-            polled = true;
             long remaining = deadline - System.nanoTime();
             long delay = Math.min(Math.max(remaining, 0), TimeUnit.MILLISECONDS.toNanos(entryTtlMillis / 3));
             try {

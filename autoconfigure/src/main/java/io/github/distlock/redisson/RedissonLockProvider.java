@@ -462,12 +462,20 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     /**
      * Redisson derives companion keys (unlock latch, fencing counter) from the lock's name: with a '{' that opens no
-     * non-empty hash tag, they land in other Redis Cluster slots than the lock, and every release fails (CROSSSLOT).
+     * non-empty hash tag, or a '}' that closes none, they land in other Redis Cluster slots than the lock, and every
+     * release (every FAIR script) fails (CROSSSLOT).
      * Refused on every topology, so that a key that works on one server does not break on a cluster.
      */
     static void checkHashTag(String key) {
         int open = key.indexOf('{');
         if (open < 0) {
+            if (key.indexOf('}') >= 0) {
+                // the companions are named <prefix>:{<key>}: this '}' would end their hash tag early, and they would
+                // hash by part of the key while the lock hashes by all of it (every FAIR script a CROSSSLOT)
+                throw new IllegalArgumentException("Lock key '" + key + "' has a '}' that closes no hash tag: on Redis "
+                        + "Cluster its companion keys would land in other slots and it could never be taken. Use a "
+                        + "complete hash tag such as {tenant-7}, or no braces");
+            }
             return;
         }
         int close = key.indexOf('}', open + 1);

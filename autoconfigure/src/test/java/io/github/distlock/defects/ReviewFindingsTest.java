@@ -81,13 +81,22 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         assertThat(nestedRuns).hasValue(0);
     }
 
-    /** 4: a '{' that opens no hash tag would make every release fail on a cluster: refused everywhere, before locking. */
+    /**
+     * 4: a '{' that opens no hash tag (or a '}' that closes none) would make every release fail on a cluster: refused
+     * everywhere, before locking.
+     */
     @Test
     void keysWithABraceThatOpensNoHashTagAreRefused() {
         for (String key : List.of("{}", "json{abc", "[{}]")) {
             assertThatThrownBy(() -> locks.execute(key, () -> "never")).as(key)
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("opens no hash tag");
+        }
+        // and a '}' that closes none: the companions, named <prefix>:{<key>}, would hash by the key's text before it
+        for (String key : List.of("a}b", "json}")) {
+            assertThatThrownBy(() -> locks.execute(key, () -> "never")).as(key)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("closes no hash tag");
         }
         assertThat(locks.execute("tenant:{7}:order", () -> "tagged keys work")).isEqualTo("tagged keys work");
         assertThat(redisCommands.keys("lock:*")).isEmpty();

@@ -189,4 +189,33 @@ class LateScriptReview2Test extends HandoffTestBase {
         assertThat(outcome).as("a 30 s wait whose first script's reply was late").isInstanceOf(LockHandle.class);
         assertThat(((LockHandle) outcome).release()).isTrue();
     }
+
+    /**
+     * The other side of the test above: a first script that keeps failing (every try's connection dies) is tried
+     * again as often as Redisson would have re-sent it (4), then fails the call with the failure — not after the
+     * whole 60 s wait, as a queued waiter's polls would ride out an outage.
+     */
+    @Test
+    void aFirstScriptThatKeepsFailingFailsTheCallAfterRedissonsRetriesNotAtItsDeadline() throws Exception {
+        RedisTestProxy proxy = proxy();
+        RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
+        warmUp(slow);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(60), Duration.ZERO);
+        String field = slow.clientId() + ":" + request.owner().id();
+        List<RedisTestProxy.Hold> tries = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            tries.add(proxy.holdAndCut(field));
+        }
+        CompletableFuture<LockHandle> waiter = slow.acquire(request);
+
+        Object outcome = waiter.handle((acquired, failure) -> (failure != null) ? failure : acquired)
+                .get(20, TimeUnit.SECONDS);
+        assertThat(outcome).as("a 60 s wait whose first script fails every time")
+                .isInstanceOf(org.redisson.client.RedisException.class);
+        // the first try and 4 more, then the give-back (whose scripts name the field too, and are cut as well)
+        assertThat(tries.stream().filter(hold -> hold.held.getCount() == 0).count())
+                .as("commands naming the waiter").isGreaterThanOrEqualTo(5L);
+        assertThat(holder.release()).isTrue();
+    }
 }
