@@ -220,7 +220,7 @@ final class HandoffLocks {
      * the queue (a waiter that gives up). KEYS: lock, queue, entries. ARGV: [1] owner field, [2] grant ms, [3] channel
      * prefix, [4] key. Returns 1 released, 0 not held.
      */
-    private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + """
+    private static final String RELEASE_BODY = """
             if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
               leave(ARGV[1])
               return 0
@@ -230,6 +230,8 @@ final class HandoffLocks {
             return 1
             """;
 
+    private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + RELEASE_BODY;
+
     /**
      * The give-back of a waiter whose caller is done while a script of it may still be on its way (its answer was
      * lost): RELEASE, and a tombstone (KEYS[6], ARGV[5] ms) that makes every later acquisition script of this owner do
@@ -237,16 +239,8 @@ final class HandoffLocks {
      * life). Without it, a give-back could only try again for a while, and a script delayed past that took the lock for
      * nobody. KEYS: as ACQUIRE. ARGV: as RELEASE, and [5] the tombstone's life. Returns as RELEASE.
      */
-    private static final String BURY = "redis.replicate_commands()\n" + FUNCTIONS + """
-            redis.call('set', KEYS[6], '1', 'px', ARGV[5])
-            if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-              leave(ARGV[1])
-              return 0
-            end
-            redis.call('del', KEYS[1])
-            hand_off(tonumber(ARGV[2]), ARGV[3], ARGV[4])
-            return 1
-            """;
+    private static final String BURY = "redis.replicate_commands()\n" + FUNCTIONS
+            + "redis.call('set', KEYS[6], '1', 'px', ARGV[5])\n" + RELEASE_BODY;
 
     /** Hands a free lock to the next live waiter (after a forced release). KEYS as RELEASE; ARGV [1] grant ms, [2], [3]. */
     private static final String HAND_OFF_IF_FREE = "redis.replicate_commands()\n" + FUNCTIONS + """

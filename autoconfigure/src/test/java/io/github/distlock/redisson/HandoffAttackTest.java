@@ -127,10 +127,7 @@ class HandoffAttackTest extends HandoffTestBase {
         // the old holder's release finds the lock gone (it was granted)
         assertThat(holder.release()).isFalse();
         // nobody will use the lock: another caller must get it within a grant or two, not after b's 60 s lease
-        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller, while the cancelled waiter's claimed lock (pttl %s, hash %s) lives on",
-                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
-        assertThat(next.release()).isTrue();
+        assertTheNextCallerTakes("k");
     }
 
     /**
@@ -228,23 +225,11 @@ class HandoffAttackTest extends HandoffTestBase {
      */
     @Test
     void aPollCarriedOutAfterTheGranteeReleasedDoesNotLeaveTheLockHeldByNobody() throws Exception {
-        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
-        RedissonLockProvider slow = providerThrough(proxy);
-        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
-        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
-        CompletableFuture<LockHandle> waiter = slow.acquire(request);
-        awaitQueued("k", 1);
-        String field = slow.clientId() + ":" + request.owner().id();
-        // the waiter's next poll (every 333 ms) stops on its way to Redis
-        RedisTestProxy.Hold poll = proxy.hold(field, false);
-        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
-        assertThat(holder.release()).isTrue();
-        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
-        assertThat(granted).as("the grant").isNotNull();
-        assertThat(granted.release()).isTrue();
+        GrantedWithAPollHeld scenario = grantedWithAPollHeld(Duration.ofSeconds(60));
+        assertThat(scenario.granted().release()).isTrue();
         assertThat(redis("EXISTS", "k")).as("free after the grantee's release").isEqualTo(0L);
 
-        poll.letThrough();
+        scenario.poll().letThrough();
 
         // the poll took the lock for the waiter (its answer is on its way), and nobody uses it: given back
         await("lock k given back, not held by nobody for 60 s").atMost(Duration.ofSeconds(5))
@@ -262,10 +247,39 @@ class HandoffAttackTest extends HandoffTestBase {
      */
     @Test
     void aPollCarriedOutAfterTheGranteeReleasedLeavesNoEntryBehind() throws Exception {
+        GrantedWithAPollHeld scenario = grantedWithAPollHeld(Duration.ZERO);
+        assertThat(scenario.granted().release()).isTrue();
+        LockHandle next = c.acquire(fair("k", Duration.ZERO, Duration.ZERO)).get(5, TimeUnit.SECONDS);
+        assertThat(next).as("the next caller").isNotNull();
+        // a live waiter behind it, whose polls keep the queue's keys from expiring
+        CompletableFuture<LockHandle> behind = a.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
+        awaitQueued("k", 1);
+
+        scenario.poll().letThrough();
+
+        // the late poll queues the waiter behind the live one; no script looks at the queue while the lock is held, so
+        // only the waiter itself can take its entry out
+        await("the late poll's entry taken out").atMost(Duration.ofSeconds(5))
+                .until(() -> (Long) redis("HEXISTS", "distlock_waiters:{k}", scenario.field()), exists -> exists == 0L);
+        assertThat(next.release()).isTrue();
+        LockHandle third = behind.get(5, TimeUnit.SECONDS);
+        assertThat(third).as("the live waiter, granted").isNotNull();
+        assertThat(third.release()).isTrue();
+    }
+
+    /** A grant of key 'k' to a waiter of a proxied provider whose next poll is held on its way to Redis. */
+    private record GrantedWithAPollHeld(LockHandle granted, RedisTestProxy.Hold poll, String field) {
+    }
+
+    /**
+     * A waiter (of a provider through a proxy, lease {@code lease}) queued behind a holder of 'k'; its next poll (every
+     * 333 ms) stops on its way to Redis; then the holder's release grants it the lock.
+     */
+    private GrantedWithAPollHeld grantedWithAPollHeld(Duration lease) throws Exception {
         RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
-        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ZERO);
+        LockRequest request = fair("k", Duration.ofSeconds(30), lease);
         CompletableFuture<LockHandle> waiter = slow.acquire(request);
         awaitQueued("k", 1);
         String field = slow.clientId() + ":" + request.owner().id();
@@ -273,23 +287,8 @@ class HandoffAttackTest extends HandoffTestBase {
         assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
         assertThat(holder.release()).isTrue();
         LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
-        assertThat(granted.release()).isTrue();
-        LockHandle next = c.acquire(fair("k", Duration.ZERO, Duration.ZERO)).get(5, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller").isNotNull();
-        // a live waiter behind it, whose polls keep the queue's keys from expiring
-        CompletableFuture<LockHandle> behind = a.acquire(fair("k", Duration.ofSeconds(30), Duration.ZERO));
-        awaitQueued("k", 1);
-
-        poll.letThrough();
-
-        // the late poll queues the waiter behind the live one; no script looks at the queue while the lock is held, so
-        // only the waiter itself can take its entry out
-        await("the late poll's entry taken out").atMost(Duration.ofSeconds(5))
-                .until(() -> (Long) redis("HEXISTS", "distlock_waiters:{k}", field), exists -> exists == 0L);
-        assertThat(next.release()).isTrue();
-        LockHandle third = behind.get(5, TimeUnit.SECONDS);
-        assertThat(third).as("the live waiter, granted").isNotNull();
-        assertThat(third.release()).isTrue();
+        assertThat(granted).as("the grant").isNotNull();
+        return new GrantedWithAPollHeld(granted, poll, field);
     }
 
     private static long redisMillis() {

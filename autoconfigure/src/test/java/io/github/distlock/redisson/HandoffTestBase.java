@@ -3,8 +3,11 @@ package io.github.distlock.redisson;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.testsupport.RedisServerExtension;
@@ -15,7 +18,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.SingleServerConfig;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -62,19 +67,55 @@ abstract class HandoffTestBase {
 
     /** Another provider, whose client reaches Redis through {@code proxy} (stopped after the test). */
     RedissonLockProvider providerThrough(RedisTestProxy proxy) {
+        return providerThrough(proxy, server -> { });
+    }
+
+    /** As {@link #providerThrough(RedisTestProxy)}; {@code tune} adjusts its client's configuration. */
+    RedissonLockProvider providerThrough(RedisTestProxy proxy, Consumer<SingleServerConfig> tune) {
         proxies.add(proxy);
-        return provider(proxy.uri());
+        return provider(proxy.uri(), tune);
     }
 
     private RedissonLockProvider provider(String address) {
+        return provider(address, server -> { });
+    }
+
+    private RedissonLockProvider provider(String address, Consumer<SingleServerConfig> tune) {
         Config config = new Config();
         config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        config.useSingleServer().setAddress(address).setTimeout(10_000);
+        tune.accept(config.useSingleServer().setAddress(address).setTimeout(10_000));
         RedissonClient client = Redisson.create(config);
         clients.add(client);
         RedissonLockProvider provider = new RedissonLockProvider(client);
         providers.add(provider);
         return provider;
+    }
+
+    /**
+     * Loads every script a fenced FAIR acquisition and its release send, so that none goes as EVALSHA, NOSCRIPT, EVAL
+     * while the test holds commands.
+     */
+    static void warmUp(RedissonLockProvider provider) {
+        LockHandle warm = provider.acquire(new LockRequest("warm", 0, 0, true, LockType.FAIR, LockOwner.next())).join();
+        assertThat(warm.release()).isTrue();
+    }
+
+    /**
+     * Lets a held acquisition script through and waits until Redis has carried it out (its first command, the
+     * tombstone check, is an EXISTS: counted).
+     */
+    static void carryOut(RedisTestProxy.Hold held, String what) {
+        long checks = calls("exists");
+        held.letThrough();
+        await(what + " carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
+    }
+
+    /** Another caller (provider c) takes {@code key} within a grant or two: nothing holds it for nobody. */
+    void assertTheNextCallerTakes(String key) throws Exception {
+        LockHandle next = c.acquire(fair(key, Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
+        assertThat(next).as("the next caller, while lock %s (pttl %s, hash %s) lives on", key, redis("PTTL", key),
+                redis("HGETALL", key)).isNotNull();
+        assertThat(next.release()).isTrue();
     }
 
     static LockRequest fair(String key, Duration wait, Duration lease) {

@@ -5,15 +5,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 import org.redisson.config.ConstantDelay;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -24,41 +20,6 @@ import static org.awaitility.Awaitility.await;
  * states its interleaving and fails on a45cd8b; tool: {@link RedisTestProxy}.
  */
 class LateScriptReview2Test extends HandoffTestBase {
-
-    private final List<AutoCloseable> closeables = new ArrayList<>();
-
-    @AfterEach
-    void closeOwn() throws Exception {
-        // before the base class's @AfterEach: proxies first (held commands would stall closing), then providers, then
-        // clients (added in that order, closed in reverse)
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            closeables.get(i).close();
-        }
-    }
-
-    private RedissonLockProvider providerThrough(RedisTestProxy proxy,
-            Consumer<org.redisson.config.SingleServerConfig> tune) {
-        Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        org.redisson.config.SingleServerConfig server = config.useSingleServer().setAddress(proxy.uri()).setTimeout(10_000);
-        tune.accept(server);
-        RedissonClient client = Redisson.create(config);
-        closeables.add(client::shutdown);
-        RedissonLockProvider provider = new RedissonLockProvider(client);
-        closeables.add(provider);
-        closeables.add(proxy);
-        return provider;
-    }
-
-    private RedisTestProxy proxy() {
-        return RedisTestProxy.start(redis.port());
-    }
-
-    /** Loads every script a FAIR acquisition and release send, so that none goes as EVAL after a NOSCRIPT under a hold. */
-    private static void warmUp(RedissonLockProvider provider) {
-        LockHandle warm = provider.acquire(fair("warm", Duration.ZERO, Duration.ZERO)).join();
-        assertThat(warm.release()).isTrue();
-    }
 
     /**
      * LOCK HELD BY NOBODY FOR A WHOLE LEASE (the give-back is bounded in time, the stalled script is not). As in
@@ -74,7 +35,7 @@ class LateScriptReview2Test extends HandoffTestBase {
      */
     @Test
     void aPollStalledPastTheGiveBacksTwoNotHeldAnswersIsUndone() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
@@ -103,15 +64,10 @@ class LateScriptReview2Test extends HandoffTestBase {
         await().pollDelay(Duration.ofMillis(300)).until(() -> true);
 
         // the acquisition script checks the waiter's tombstone first (EXISTS): counted, it says the poll has run
-        long checks = calls("exists");
-        poll.letThrough();
-        await("the stalled poll carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
+        carryOut(poll, "the stalled poll");
         assertThat(redis("HGETALL", "k")).as("the lock after the stalled poll ran").isEqualTo(List.of());
 
-        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller, while the stalled poll's lock (pttl %s, hash %s) lives on",
-                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
-        assertThat(next.release()).isTrue();
+        assertTheNextCallerTakes("k");
     }
 
     /**
@@ -127,7 +83,7 @@ class LateScriptReview2Test extends HandoffTestBase {
      */
     @Test
     void aReleaseResentByRedissonAfterItsFirstCopyRanStillAnswersReleased() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(1)
                 .setRetryDelay(new ConstantDelay(Duration.ofMillis(10))));
         warmUp(slow);
@@ -166,7 +122,7 @@ class LateScriptReview2Test extends HandoffTestBase {
      */
     @Test
     void aFirstScriptWhoseReplyIsLateDoesNotFailAThirtySecondWait() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(4)
                 .setRetryDelay(new ConstantDelay(Duration.ofMillis(10))));
         warmUp(slow);
@@ -197,7 +153,7 @@ class LateScriptReview2Test extends HandoffTestBase {
      */
     @Test
     void aFirstScriptThatKeepsFailingFailsTheCallAfterRedissonsRetriesNotAtItsDeadline() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();

@@ -1,8 +1,6 @@
 package io.github.distlock.redisson;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockType;
@@ -10,7 +8,6 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.testsupport.RedisCluster;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
@@ -24,15 +21,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * first script answered BUSY (Redis did not run it) does not fail a 30 s wait on ce3d7c6.
  */
 class LateScriptReview3Test extends HandoffTestBase {
-
-    private final List<AutoCloseable> closeables = new ArrayList<>();
-
-    @AfterEach
-    void closeOwn() throws Exception {
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            closeables.get(i).close();
-        }
-    }
 
     /**
      * A FAIR KEY THAT CAN NEVER BE TAKEN ON REDIS CLUSTER (key slots). The tombstone, like every companion, is named by

@@ -1,21 +1,15 @@
 package io.github.distlock.redisson;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
-import org.redisson.api.RedissonClient;
-import org.redisson.config.Config;
 import org.redisson.config.ConstantDelay;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -31,41 +25,6 @@ import static org.awaitility.Awaitility.await;
  */
 class LateScriptReviewTest extends HandoffTestBase {
 
-    private final List<AutoCloseable> closeables = new ArrayList<>();
-
-    @AfterEach
-    void closeOwn() throws Exception {
-        // runs before the base class's @AfterEach: proxies first (held commands would stall closing), then providers,
-        // then clients (added in that order, closed in reverse)
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            closeables.get(i).close();
-        }
-    }
-
-    /** A provider whose client reaches Redis through {@code proxy}; {@code tune} adjusts its Redisson config. */
-    private RedissonLockProvider providerThrough(RedisTestProxy proxy, Consumer<org.redisson.config.SingleServerConfig> tune) {
-        Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
-        org.redisson.config.SingleServerConfig server = config.useSingleServer().setAddress(proxy.uri()).setTimeout(10_000);
-        tune.accept(server);
-        RedissonClient client = Redisson.create(config);
-        closeables.add(client::shutdown);
-        RedissonLockProvider provider = new RedissonLockProvider(client);
-        closeables.add(provider);
-        closeables.add(proxy);
-        return provider;
-    }
-
-    private RedisTestProxy proxy() {
-        return RedisTestProxy.start(redis.port());
-    }
-
-    /** Loads every script a fenced FAIR acquisition sends, so that none goes as EVALSHA, NOSCRIPT, EVAL under a hold. */
-    private void warmUp(RedissonLockProvider provider) {
-        LockHandle warm = provider.acquire(new LockRequest("warm", 0, 0, true, LockType.FAIR, LockOwner.next())).join();
-        assertThat(warm.release()).isTrue();
-    }
-
     /**
      * LOCK HELD BY NOBODY FOR A WHOLE LEASE (fenced caller, token {@code < 0}: {@code notHandedOut()}). A fenced FAIR
      * waiter's poll is on its way (sent before the grant message arrived) when the holder's release grants it the lock
@@ -79,7 +38,7 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aLatePollAnsweredBeforeAFencedGranteesTokenSaysLostIsUndone() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> { });
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
@@ -111,10 +70,7 @@ class LateScriptReviewTest extends HandoffTestBase {
 
         assertThat(waiter.get(5, TimeUnit.SECONDS)).as("lost before its token: not handed out").isNull();
         // nobody holds the lock: the next caller must get it within a grant or two, not after 60 s
-        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller, while the late poll's lock (pttl %s, hash %s) lives on",
-                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
-        assertThat(next.release()).isTrue();
+        assertTheNextCallerTakes("k");
     }
 
     /**
@@ -128,7 +84,7 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aPollThatFailedBeforeTheGrantAndRunsAfterTheReleaseIsUndone() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
         warmUp(slow);
         LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
@@ -149,15 +105,10 @@ class LateScriptReviewTest extends HandoffTestBase {
         assertThat(redis("EXISTS", "k")).as("free after the grantee's release").isEqualTo(0L);
 
         // carried out now, it finds the waiter buried (its tombstone, the acquisition script's first check: EXISTS)
-        long checks = calls("exists");
-        poll.letThrough();
-        await("the stalled poll carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
+        carryOut(poll, "the stalled poll");
 
         // the stalled poll took the lock for nobody: given back (a couple of give-back rounds), not kept for 60 s
-        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller, while the stalled poll's lock (pttl %s, hash %s) lives on",
-                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
-        assertThat(next.release()).isTrue();
+        assertTheNextCallerTakes("k");
     }
 
     /**
@@ -172,7 +123,7 @@ class LateScriptReviewTest extends HandoffTestBase {
      */
     @Test
     void aScriptRetriedByRedissonWhoseFirstCopyRunsAfterTheReleaseIsUndone() throws Exception {
-        RedisTestProxy proxy = proxy();
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
         RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(1)
                 .setRetryDelay(new ConstantDelay(Duration.ofMillis(10))));
         warmUp(slow);
@@ -189,13 +140,8 @@ class LateScriptReviewTest extends HandoffTestBase {
         }
         assertThat(redis("EXISTS", "k")).as("free after the release").isEqualTo(0L);
 
-        long checks = calls("exists");
-        first.letThrough();
-        await("the first copy carried out").atMost(Duration.ofSeconds(2)).until(() -> calls("exists") > checks);
+        carryOut(first, "the first copy");
 
-        LockHandle next = c.acquire(fair("k", Duration.ofSeconds(5), Duration.ZERO)).get(10, TimeUnit.SECONDS);
-        assertThat(next).as("the next caller, while the first copy's lock (pttl %s, hash %s) lives on",
-                redis("PTTL", "k"), redis("HGETALL", "k")).isNotNull();
-        assertThat(next.release()).isTrue();
+        assertTheNextCallerTakes("k");
     }
 }
