@@ -27,8 +27,8 @@ import org.redisson.client.codec.StringCodec;
  * <li>{@code distlock_waiters:{K}}: a hash owner field → {@code <expiry ms>:<lease ms>}. An entry is what makes a
  * list element a waiter: a waiter that leaves takes out both (the element from the tail's end, where a short wait's
  * is), and a list element left without an entry (its entry expired, or was taken by a close) is skipped when it
- * reaches the head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its process died)
- * is skipped once expired;</li>
+ * reaches the head. Waiters refresh their entry every third of {@link #entryTtlMillis}; an entry not refreshed (its
+ * process died) is skipped once expired;</li>
  * <li>{@code distlock_closed:{K}}: present while the key is closed; its value is the reason.</li>
  * <li>{@code distlock_closes:{K}}: the key's close count (see {@link #CLOSE}), which orders a close against a waiter's
  * queueing by Redis's own sequence of scripts.</li>
@@ -148,7 +148,8 @@ final class HandoffLocks {
             """;
 
     /**
-     * KEYS: lock, queue, entries, closed, closes, the owner's tombstone. ARGV: [1] owner field, [2] lease ms (the watchdog timeout for a watchdog
+     * KEYS: lock, queue, entries, closed, closes, the owner's tombstone. ARGV: [1] owner field, [2] lease ms (the
+     * watchdog timeout for a watchdog
      * lock), [3] '1' to queue up when not acquired, '0' to try once (and leave the queue), [4] entry time to live ms,
      * [5] grant ms, [6] channel prefix, [7] key as the grantee knows it.
      * Returns {1} acquired (with the full lease), {0, pttl, now, closes} not acquired (queued with [3] = '1'; closes:
@@ -658,8 +659,8 @@ final class HandoffLocks {
             long sent = System.nanoTime();
             CompletableFuture<List<Object>> reply;
             try {
-                reply = HandoffLocks.this.<List<Object>>eval(key, ACQUIRE, RScript.ReturnType.LIST, keys(key, field), field,
-                        String.valueOf(leaseMillis), queue ? "1" : "0", String.valueOf(entryTtlMillis),
+                reply = HandoffLocks.this.<List<Object>>eval(key, ACQUIRE, RScript.ReturnType.LIST, keys(key, field),
+                        field, String.valueOf(leaseMillis), queue ? "1" : "0", String.valueOf(entryTtlMillis),
                         String.valueOf(grantMillis), CHANNEL_PREFIX, key);
             }
             catch (RuntimeException ex) {
@@ -750,10 +751,11 @@ final class HandoffLocks {
         }
 
         /**
-         * A command failed. A waiter that waits keeps polling until its deadline after a timeout or a lost connection
-         * (Redis may come back, say after a restart that lost the queue: the next poll queues again), and after any
-         * failure once it has queued; only a failed last try, another error of the first script, or any failure of a
-         * single try fails it. Either way the script may have run, or run yet: see {@link #unsettled}.
+         * A command failed. A waiter that waits tries its first script again after a timeout or a lost connection (at
+         * most {@link #FIRST_SCRIPT_RETRIES} times), and once queued polls on after any failure until its deadline
+         * (Redis may come back, say after a restart that lost the queue: the next poll queues again); a failed last
+         * try, another error of the first script, or any failure of a single try fails it. Either way the script may
+         * have run, or run yet: see {@link #unsettled}.
          */
         private void failed(boolean queue, Throwable failure) {
             // the script may run yet, even after the caller got the lock another way and released it (a poll whose
