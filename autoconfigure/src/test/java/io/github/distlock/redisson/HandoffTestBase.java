@@ -3,6 +3,7 @@ package io.github.distlock.redisson;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -116,6 +117,35 @@ abstract class HandoffTestBase {
         assertThat(next).as("the next caller, while lock %s (pttl %s, hash %s) lives on", key, redis("PTTL", key),
                 redis("HGETALL", key)).isNotNull();
         assertThat(next.release()).isTrue();
+    }
+
+    /** A grant of 'k' to a waiter whose poll is held on a cut connection (see {@link #stalledPollThenGranted}). */
+    record StalledPoll(RedisTestProxy.Hold poll, LockHandle granted) {
+    }
+
+    /**
+     * A waiter (60 s lease, of a provider through a proxy with a 500 ms response timeout and no retries) queued behind
+     * a holder of 'k'; one of its polls is held on its way to Redis and its connection cut (the poll fails, and may
+     * still be carried out when let through); the waiter polls on, and the holder's release grants it the lock.
+     */
+    StalledPoll stalledPollThenGranted() throws Exception {
+        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
+        RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
+        warmUp(slow);
+        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
+        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
+        String field = slow.clientId() + ":" + request.owner().id();
+        CompletableFuture<LockHandle> waiter = slow.acquire(request);
+        awaitQueued("k", 1);
+        RedisTestProxy.Hold poll = proxy.holdAndCut(field);
+        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
+        // the poll fails, the waiter polls on over other connections and stays queued
+        await().during(Duration.ofMillis(1_200)).atMost(Duration.ofSeconds(3))
+                .until(() -> !waiter.isDone() && (Long) redis("HEXISTS", "distlock_waiters:{k}", field) == 1L);
+        assertThat(holder.release()).isTrue();
+        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
+        assertThat(granted).as("the grant").isNotNull();
+        return new StalledPoll(poll, granted);
     }
 
     static LockRequest fair(String key, Duration wait, Duration lease) {

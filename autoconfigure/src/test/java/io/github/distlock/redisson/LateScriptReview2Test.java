@@ -35,23 +35,9 @@ class LateScriptReview2Test extends HandoffTestBase {
      */
     @Test
     void aPollStalledPastTheGiveBacksTwoNotHeldAnswersIsUndone() throws Exception {
-        RedisTestProxy proxy = RedisTestProxy.start(redis.port());
-        RedissonLockProvider slow = providerThrough(proxy, server -> server.setTimeout(500).setRetryAttempts(0));
-        warmUp(slow);
-        LockHandle holder = a.acquire(fair("k", Duration.ZERO, Duration.ZERO)).join();
-        LockRequest request = fair("k", Duration.ofSeconds(30), Duration.ofSeconds(60));
-        String field = slow.clientId() + ":" + request.owner().id();
-        CompletableFuture<LockHandle> waiter = slow.acquire(request);
-        awaitQueued("k", 1);
-
-        RedisTestProxy.Hold poll = proxy.holdAndCut(field);
-        assertThat(poll.held.await(5, TimeUnit.SECONDS)).as("a poll held").isTrue();
-        // the poll fails (connection cut), the waiter polls on over other connections and stays queued
-        await().during(Duration.ofMillis(1_200)).atMost(Duration.ofSeconds(3))
-                .until(() -> !waiter.isDone() && (Long) redis("HEXISTS", "distlock_waiters:{k}", field) == 1L);
-        assertThat(holder.release()).isTrue();
-        LockHandle granted = waiter.get(5, TimeUnit.SECONDS);
-        assertThat(granted).as("the grant").isNotNull();
+        StalledPoll stalled = stalledPollThenGranted();
+        RedisTestProxy.Hold poll = stalled.poll();
+        LockHandle granted = stalled.granted();
         // the grantee's claim of its 60 s lease has landed: no claim (a script that reads the hash) is left to count
         await().atMost(Duration.ofSeconds(3)).until(() -> pttl("k") > GRANT_MILLIS);
         // every script that looks at the lock hash runs HEXISTS: the grantee's release is one, each give-back round one
