@@ -83,60 +83,186 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     static final String INSTANCE_KEY_PREFIX = "distlock:instance:";
 
     /**
-     * Reads a lock hash (KEYS[1]) and, when ARGV[1] is '1', deletes it and wakes the waiters of a REENTRANT or
-     * READ/WRITE lock on its channel (KEYS[2]), as Redisson's forceUnlock scripts do (a FAIR queue's next waiter is
-     * granted by a script of its own afterwards). ARGV[2] is the wake-up message, ARGV[3] the
-     * publish command, ARGV[4] the time in ms (unused), ARGV[5] the
-     * owner that must hold the hash for it to be deleted ('' for any). Returns {} when the key does not exist,
-     * otherwise {deleted (1 or 0), pttl, field, value, field, value, ...}: read and delete are one step, so what it
-     * returns is exactly what it deleted.
+     * Reads, and when ARGV[1] is '1' evicts, every hold of a key in one atomic step: the hash of {@code REENTRANT} and
+     * {@code FAIR} (KEYS[1], its channel KEYS[2]), Redisson's read/write hash (KEYS[3], its channel KEYS[4]; each
+     * reader's lease lives in its own keys {@code <KEYS[3]>:<field>:rwlock_timeout:<n>}, one per hold) and the permits
+     * (KEYS[5], members {@code <N>|<owner>} scored by expiry). All five share the key's hash slot.
      *
-     * <p>With an empty key prefix the key could name anything in Redis (a web session is a hash too), so it touches
-     * only what looks like a Redisson lock hash: a hash with a time to live (Redisson never leaves a lock without one)
-     * whose fields are all {@code <client id>:<digits>} (optionally {@code :write}) with a count for value, or
-     * {@code mode} = read/write. Anything else is refused with an error starting with {@value #NOT_A_LOCK}.
+     * <p>ARGV[2] is the owner that must hold the key ('' for any), ARGV[3] the publish command, ARGV[4] and ARGV[5]
+     * the wake-up messages of the two hashes. With an owner, only that owner's holds are taken: its field of the
+     * exclusive hash, its read and write fields (and its readers' lease keys), its permits; the read/write hash then
+     * gets the time to live of the readers left, as Redisson's own read unlock sets it, and is deleted (waking the
+     * writers) only when no live reader is left. Without one, every hold. Only live holds count: a reader whose lease
+     * keys all expired, or a permit past its expiry, holds nothing (it neither shows nor makes an owner "hold").
+     *
+     * <p>Returns {released (1/0), exclusive hash deleted (1/0), then mode, owner, remaining ms for each holder}: the
+     * holders evicted when released, otherwise every live holder now. Before anything is touched, every key that exists
+     * must look like distlock's (see {@link #checkKey}: with an empty prefix the key could name anything, a web session
+     * is a hash too): otherwise an error starting with {@value #NOT_A_LOCK}, and nothing is deleted.
      */
-    private static final String READ_OR_EVICT = """
-            local kind = redis.call('type', KEYS[1])['ok']
-            if kind == 'none' then
-              return {}
-            end
-            if kind ~= 'hash' then
-              return redis.error_reply('NOTALOCK the key holds a ' .. kind .. ', not a lock|')
-            end
-            local pttl = redis.call('pttl', KEYS[1])
-            if pttl <= 0 then
-              return redis.error_reply('NOTALOCK the key is a hash without a time to live, not a lock|')
-            end
-            local fields = redis.call('hgetall', KEYS[1])
-            local owned = false
-            for i = 1, #fields, 2 do
-              local field = fields[i]
-              local value = fields[i + 1]
-              local valid
-              if field == 'mode' then
-                valid = (value == 'read' or value == 'write')
-              else
-                valid = (string.match(field, '^.+:%-?%d+$') ~= nil or string.match(field, '^.+:%-?%d+:write$') ~= nil)
-                  and string.match(value, '^%d+$') ~= nil
-                if field == ARGV[5] or field == ARGV[5] .. ':write' then
-                  owned = true
+    private static final String INSPECT = """
+            redis.replicate_commands()
+            local function lock_hash(key, kind, what)
+              if kind ~= 'hash' then
+                return redis.error_reply('NOTALOCK the ' .. what .. ' key holds a ' .. kind .. ', not a lock|')
+              end
+              local pttl = redis.call('pttl', key)
+              if pttl <= 0 then
+                return redis.error_reply('NOTALOCK the ' .. what .. ' key is a hash without a time to live, not a lock|')
+              end
+              local flat = redis.call('hgetall', key)
+              for i = 1, #flat, 2 do
+                local field, value = flat[i], flat[i + 1]
+                local valid
+                if field == 'mode' then
+                  valid = (value == 'read' or value == 'write')
+                else
+                  valid = (string.match(field, '^.+:%-?%d+$') ~= nil or string.match(field, '^.+:%-?%d+:write$') ~= nil)
+                    and string.match(value, '^%d+$') ~= nil
+                end
+                if not valid then
+                  return redis.error_reply('NOTALOCK the ' .. what .. ' key is a hash whose fields are not those of a lock|')
                 end
               end
-              if not valid then
-                return redis.error_reply('NOTALOCK the key is a hash whose fields are not those of a lock|')
+              return {pttl, flat}
+            end
+            local function reader_pttl(field, count)
+              local most = -2
+              for i = tonumber(count), 1, -1 do
+                most = math.max(most, redis.call('pttl', KEYS[3] .. ':' .. field .. ':rwlock_timeout:' .. i))
+              end
+              return most
+            end
+            local function drop_reader_keys(field, count)
+              for i = tonumber(count), 1, -1 do
+                redis.call('del', KEYS[3] .. ':' .. field .. ':rwlock_timeout:' .. i)
               end
             end
-            local result = {'0', tostring(pttl)}
-            for i = 1, #fields do
-              result[#result + 1] = fields[i]
+            local owner = ARGV[2]
+            -- read and check everything first: a key that is not a lock is refused before anything is deleted
+            local holders = {}
+            local exclusive = nil
+            local kind = redis.call('type', KEYS[1])['ok']
+            if kind ~= 'none' then
+              exclusive = lock_hash(KEYS[1], kind, 'lock')
+              if exclusive.err then
+                return exclusive
+              end
+              for i = 1, #exclusive[2], 2 do
+                if exclusive[2][i] ~= 'mode' then
+                  table.insert(holders, {'exclusive', exclusive[2][i], exclusive[1]})
+                end
+              end
             end
-            if ARGV[1] ~= '1' or (ARGV[5] ~= '' and not owned) then
-              return result
+            local shared = nil
+            kind = redis.call('type', KEYS[3])['ok']
+            if kind ~= 'none' then
+              shared = lock_hash(KEYS[3], kind, 'read/write')
+              if shared.err then
+                return shared
+              end
+              for i = 1, #shared[2], 2 do
+                local field, value = shared[2][i], shared[2][i + 1]
+                if field ~= 'mode' then
+                  local writer = string.match(field, '^(.+):write$')
+                  if writer then
+                    table.insert(holders, {'write', writer, shared[1]})
+                  else
+                    local left = reader_pttl(field, value)
+                    if left > 0 then
+                      table.insert(holders, {'read', field, left})
+                    end
+                  end
+                end
+              end
             end
-            result[1] = '1'
-            redis.call('del', KEYS[1])
-            redis.call(ARGV[3], KEYS[2], ARGV[2])
+            local now = nil
+            kind = redis.call('type', KEYS[5])['ok']
+            if kind ~= 'none' then
+              if kind ~= 'zset' then
+                return redis.error_reply('NOTALOCK the permits key holds a ' .. kind .. ', not permits|')
+              end
+              local t = redis.call('time')
+              now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+              local members = redis.call('zrange', KEYS[5], 0, -1, 'withscores')
+              for i = 1, #members, 2 do
+                local field = string.match(members[i], '^%d+|(.+:%-?%d+)$')
+                if field == nil then
+                  return redis.error_reply('NOTALOCK the permits key has members that are not permits|')
+                end
+                local left = tonumber(members[i + 1]) - now
+                if left > 0 then
+                  table.insert(holders, {'permit', field, left})
+                end
+              end
+            end
+            local evicted = {}
+            for _, holder in ipairs(holders) do
+              if owner == '' or holder[2] == owner then
+                table.insert(evicted, holder)
+              end
+            end
+            local result = {'0', '0'}
+            local listed = holders
+            if ARGV[1] == '1' and #evicted > 0 then
+              result[1] = '1'
+              listed = evicted
+              if exclusive and (owner == '' or redis.call('hexists', KEYS[1], owner) == 1) then
+                result[2] = '1'
+                redis.call('del', KEYS[1])
+                redis.call(ARGV[3], KEYS[2], ARGV[4])
+              end
+              if shared then
+                local flat = shared[2]
+                local touched = false
+                local live = -3
+                local other_writer = false
+                for i = 1, #flat, 2 do
+                  local field, value = flat[i], flat[i + 1]
+                  if field ~= 'mode' then
+                    local writer = string.match(field, '^(.+):write$')
+                    if owner == '' or field == owner or writer == owner then
+                      touched = true
+                      redis.call('hdel', KEYS[3], field)
+                      if not writer then
+                        drop_reader_keys(field, value)
+                      end
+                    elseif writer then
+                      other_writer = true
+                    else
+                      live = math.max(live, reader_pttl(field, value))
+                    end
+                  end
+                end
+                -- what is left decides, as in Redisson's read unlock: a writer keeps the hash as it is, live readers
+                -- give it their longest lease, and a hash with neither is deleted and its waiters woken
+                if touched and not other_writer then
+                  if live > 0 then
+                    redis.call('pexpire', KEYS[3], live)
+                  else
+                    redis.call('del', KEYS[3])
+                    redis.call(ARGV[3], KEYS[4], ARGV[5])
+                  end
+                end
+              end
+              if now then
+                if owner == '' then
+                  redis.call('del', KEYS[5])
+                else
+                  local members = redis.call('zrange', KEYS[5], 0, -1)
+                  for _, member in ipairs(members) do
+                    if string.match(member, '^%d+|(.+)$') == owner then
+                      redis.call('zrem', KEYS[5], member)
+                    end
+                  end
+                end
+              end
+            end
+            for _, holder in ipairs(listed) do
+              table.insert(result, holder[1])
+              table.insert(result, holder[2])
+              table.insert(result, string.format('%.0f', holder[3]))
+            end
             return result
             """;
 
@@ -629,42 +755,38 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     }
 
     /**
-     * Both families of {@code key}: they live in two hashes, so one script each. An owner holds a key in
-     * one family only, so with an expected owner at most one of them is deleted, the one the owner holds (each script
-     * checks and deletes atomically); the other is only read.
+     * Every hold of {@code key} (both hashes and the permits), read and evicted by one script: see {@link #INSPECT}.
+     * With an expected owner only that owner's holds are taken, and the others stay as they were.
      */
     private ForceRelease inspect(String key, boolean evict, String expectedOwner) {
         checkKey(key);
         String readWrite = readWriteKey(key);
-        String owner = (expectedOwner != null) ? expectedOwner : "";
-        CompletableFuture<List<Object>> exclusive = readOrEvict(List.of(key,
-                RedissonObject.prefixName("redisson_lock__channel", key)), evict, owner,
-                org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE);
-        // READ_UNLOCK wakes every waiter, as Redisson's write-lock release does: readers may all enter at once
-        CompletableFuture<List<Object>> shared = readOrEvict(List.of(readWrite,
-                RedissonObject.prefixName("redisson_rwlock", readWrite)), evict, owner,
-                org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE);
-        List<Object> exclusiveReply = joinInspection(exclusive);
-        List<Object> sharedReply = joinInspection(shared);
-        if (isDeleted(exclusiveReply)) {
+        List<Object> keys = List.of(key, RedissonObject.prefixName("redisson_lock__channel", key), readWrite,
+                RedissonObject.prefixName("redisson_rwlock", readWrite), PermitLocks.permitsKey(key));
+        // READ_UNLOCK wakes every waiter of the read/write hash, as Redisson's write-lock release does: readers may
+        // all enter at once
+        List<Object> reply = joinInspection(redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(key,
+                RScript.Mode.READ_WRITE, INSPECT, RScript.ReturnType.LIST, keys, evict ? "1" : "0",
+                (expectedOwner != null) ? expectedOwner : "", publishCommand(),
+                String.valueOf(org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE),
+                String.valueOf(org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE)).toCompletableFuture());
+        if ("1".equals(reply.get(1).toString())) {
             // the FAIR queue's next waiter gets it now, not at its next poll
             join(handoffs.handOffIfFree(key));
         }
-        boolean released = isDeleted(exclusiveReply) || isDeleted(sharedReply);
         List<LockHolderInfo> holders = new java.util.ArrayList<>();
         java.util.Map<String, LockInstance> instances = new java.util.HashMap<>();
-        // released: the holders of the family deleted (the other one, if held, was not ours to touch)
-        if (!released || isDeleted(exclusiveReply)) {
-            parseHolders(key, exclusiveReply, false, holders, instances);
+        for (int i = 2; i + 2 < reply.size(); i += 3) {
+            String mode = reply.get(i).toString();
+            String owner = reply.get(i + 1).toString();
+            long remaining = Long.parseLong(reply.get(i + 2).toString());
+            int colon = owner.lastIndexOf(':');
+            String instanceId = (colon > 0) ? owner.substring(0, colon) : null;
+            LockInstance instance = (instanceId != null) ? instances.computeIfAbsent(instanceId, this::instance) : null;
+            holders.add(new LockHolderInfo(key, owner, instanceId, instance, mode,
+                    (remaining >= 0) ? Duration.ofMillis(remaining) : null));
         }
-        if (!released || isDeleted(sharedReply)) {
-            parseHolders(key, sharedReply, true, holders, instances);
-        }
-        return new ForceRelease(released, holders);
-    }
-
-    private static boolean isDeleted(List<Object> reply) {
-        return reply != null && !reply.isEmpty() && "1".equals(reply.get(0).toString());
+        return new ForceRelease("1".equals(reply.get(0).toString()), holders);
     }
 
     /** The script's answer; its refusal of a key that is not a lock becomes a {@link NotALockException}. */
@@ -686,15 +808,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         }
     }
 
-    /** Always on the master (READ_WRITE), even to read: a replica may not have the lock yet, or still have it. */
-    private CompletableFuture<List<Object>> readOrEvict(List<Object> keys, boolean evict, String expectedOwner,
-            Long message) {
-        return redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(keys.get(0).toString(),
-                RScript.Mode.READ_WRITE, READ_OR_EVICT, RScript.ReturnType.LIST,
-                keys, evict ? "1" : "0", String.valueOf(message), publishCommand(),
-                String.valueOf(System.currentTimeMillis()), expectedOwner).toCompletableFuture();
-    }
-
     /**
      * The command Redisson's own scripts wake waiters with: {@code spublish} where it subscribes with sharded pub/sub
      * (Redis 7 cluster), else {@code publish}. Internal API: {@code publish} when it can't be read.
@@ -709,32 +822,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             logger.debug("Could not read Redisson's publish command; using PUBLISH", ex);
         }
         return "publish";
-    }
-
-    /**
-     * Turns a script reply into holders. Owner fields are {@code <client id>:<owner>} (Redisson's lock name), with
-     * {@code :write} appended by a write lock; a read/write hash also has a {@code mode} field.
-     */
-    private void parseHolders(String key, List<Object> reply, boolean readWrite, List<LockHolderInfo> holders,
-            java.util.Map<String, LockInstance> instances) {
-        if (reply == null || reply.isEmpty()) {
-            return;
-        }
-        long pttl = Long.parseLong(reply.get(1).toString());
-        Duration remaining = (pttl >= 0) ? Duration.ofMillis(pttl) : null;
-        for (int i = 2; i + 1 < reply.size(); i += 2) {
-            String field = reply.get(i).toString();
-            if (readWrite && "mode".equals(field)) {
-                continue;
-            }
-            boolean write = readWrite && field.endsWith(":write");
-            String owner = write ? field.substring(0, field.length() - ":write".length()) : field;
-            String mode = !readWrite ? "exclusive" : write ? "write" : "read";
-            int colon = owner.lastIndexOf(':');
-            String instanceId = (colon > 0) ? owner.substring(0, colon) : null;
-            LockInstance instance = (instanceId != null) ? instances.computeIfAbsent(instanceId, this::instance) : null;
-            holders.add(new LockHolderInfo(key, owner, instanceId, instance, mode, remaining));
-        }
     }
 
     /** The instance that announced itself under {@code clientId}, or {@code null}. */
