@@ -53,9 +53,12 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
 
     /** Key shapes: plain, a hash tag, and characters a URL or a Lua pattern treats specially. */
     private static final List<String> KEY_SHAPES = List.of("gen:%d", "gen:{tenant-%d}:order", "gen:%d:with space",
-            "gen:ü-%d", "gen:%d/slash/ed", "gen:%d%%percent", "gen:%d+plus", "gen:%d:[-].*?", "gen:%d:a#b");
+            "gen:ü-%d", "gen:%d/slash/ed", "gen:%d%%percent", "gen:%d+plus", "gen:%d:[-].*?", "gen:%d:a#b", "gen:%d;jsessionid=1");
 
     private int keys;
+
+    /** What the cases covered, printed at the end: a run that drew no close or no odd key says so. */
+    private final java.util.Map<String, Integer> covered = new java.util.TreeMap<>();
 
     @BeforeAll
     static void start() {
@@ -88,7 +91,10 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                                 .toList()) + "\nwith: " + ((minimalFailure != null) ? minimalFailure.getMessage()
                                         : failure.getMessage()), (minimalFailure != null) ? minimalFailure : failure);
             }
+            covered.merge("key " + shape, 1, Integer::sum);
+            steps.forEach(step -> covered.merge(step.kind().name(), 1, Integer::sum));
         }
+        System.out.println("EndpointSeesAndReleasesEveryHoldGeneratedTest covered: " + covered);
     }
 
     /** Leaves steps out, one at a time, while the case still fails. */
@@ -134,7 +140,8 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
     // ---------------------------------------------------------------- the steps
 
     enum Kind {
-        ACQUIRE, QUEUE_FAIR_WAITER, RELEASE, LOOKUP, RELEASE_BY_HOLDER, RELEASE_BY_STRANGER, RELEASE_BY_NOBODY
+        ACQUIRE, QUEUE_FAIR_WAITER, RELEASE, LOOKUP, RELEASE_BY_HOLDER, RELEASE_BY_STRANGER, RELEASE_BY_NOBODY, CLOSE,
+        EXPIRED_READER
     }
 
     /**
@@ -151,10 +158,11 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
             }
             int operations = 1 + random.nextInt(5);
             for (int i = 0; i < operations; i++) {
-                int dice = random.nextInt(20);
+                int dice = random.nextInt(22);
                 Kind kind = (dice < 4) ? Kind.ACQUIRE : (dice < 6) ? Kind.QUEUE_FAIR_WAITER : (dice < 8) ? Kind.RELEASE
-                        : (dice < 10) ? Kind.LOOKUP : (dice < 15) ? Kind.RELEASE_BY_HOLDER
-                                : (dice < 17) ? Kind.RELEASE_BY_STRANGER : Kind.RELEASE_BY_NOBODY;
+                        : (dice < 9) ? Kind.LOOKUP : (dice < 14) ? Kind.RELEASE_BY_HOLDER
+                                : (dice < 16) ? Kind.RELEASE_BY_STRANGER : (dice < 19) ? Kind.RELEASE_BY_NOBODY
+                                        : (dice < 20) ? Kind.CLOSE : Kind.EXPIRED_READER;
                 steps.add((kind == Kind.ACQUIRE) ? acquire(random)
                         : new Step(kind, random.nextInt(2), null, false, 1, true, random.nextInt(1000)));
             }
@@ -187,7 +195,7 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
     // ---------------------------------------------------------------- one case: the model and its checks
 
     /** A hold in the model. */
-    record Hold(String owner, String mode, int permits, LockType type, LockHandle handle) {
+    record Hold(String owner, String mode, int permits, LockType type, boolean watchdog, LockHandle handle) {
     }
 
     private final class Case {
@@ -199,8 +207,11 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
         final List<LockHandle> evicted = new ArrayList<>();
         final Set<String> pastOwners = new HashSet<>();
         final Set<String> counters = new HashSet<>();
+        /** Readers whose lease ran out: what their release answers is Redisson's read unlock's business. */
+        final List<LockHandle> expired = new ArrayList<>();
         CompletableFuture<LockHandle> fairWaiter;
         String fairWaiterOwner;
+        boolean closed;
 
         Case(String key) {
             this.key = key;
@@ -242,6 +253,8 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                     forceRelease(step, strangers.get(step.pick() % strangers.size()));
                 }
                 case RELEASE_BY_NOBODY -> forceRelease(step, null);
+                case CLOSE -> close(step);
+                case EXPIRED_READER -> expiredReader(step);
             }
         }
 
@@ -273,11 +286,21 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                         .filter(hold -> hold.mode().equals("permit")).mapToInt(Hold::permits)
                         .reduce(step.permits(), Math::min);
             };
+            if (closed && step.type() == LockType.FAIR && step.permits() == 1) {
+                try {
+                    TwoInstances.tryLock(app, key, step.type(), owner, 0, step.fenced(), 1);
+                    throw new AssertionError("a FAIR acquisition of a closed key was not refused");
+                }
+                catch (IllegalStateException ex) {
+                    assertThat(ex).hasRootCauseInstanceOf(io.github.distlock.LockKeyClosedException.class);
+                }
+                return;
+            }
             LockHandle handle = TwoInstances.tryLock(app, key, step.type(), owner, step.watchdog() ? 0 : 60_000,
                     step.fenced(), step.permits());
             assertThat(handle != null).as("granted: " + step + " with holders " + holds).isEqualTo(expected);
             if (handle != null) {
-                holds.add(new Hold(ownerName, mode, step.permits(), step.type(), handle));
+                holds.add(new Hold(ownerName, mode, step.permits(), step.type(), step.watchdog(), handle));
                 if (step.fenced()) {
                     counters.add(step.type() == LockType.WRITE ? "redisson_lock_token:" + RedisHolders.readWriteKey(key)
                             : key.contains("{") ? "redisson_lock_token:" + key : "redisson_lock_token:{" + key + "}");
@@ -285,11 +308,57 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
             }
         }
 
+        /**
+         * Closes the key for FAIR locks: holders keep their locks, a queued FAIR waiter is refused, and so is every
+         * later FAIR acquisition until the case ends (reopened in {@link #cleanUp}).
+         */
+        private void close(Step step) {
+            TwoInstances.provider(app(step.app())).closeKey(key, "generated close");
+            closed = true;
+            if (fairWaiter != null) {
+                CompletableFuture<LockHandle> waiter = fairWaiter;
+                fairWaiter = null;
+                fairWaiterOwner = null;
+                try {
+                    waiter.get(15, TimeUnit.SECONDS);
+                    throw new AssertionError("a queued FAIR waiter was not refused when the key was closed");
+                }
+                catch (java.util.concurrent.ExecutionException ex) {
+                    assertThat(ex).hasRootCauseInstanceOf(io.github.distlock.LockKeyClosedException.class);
+                }
+                catch (InterruptedException | java.util.concurrent.TimeoutException ex) {
+                    throw new AssertionError("a queued FAIR waiter was not told of the close: " + ex, ex);
+                }
+            }
+        }
+
+        /**
+         * A reader with a lease of 100 ms beside the others, once its lease ran out in Redis: no holder any more, though
+         * its field stays in the read/write hash while other readers keep it alive. Only when no other reader renews
+         * by watchdog (Redisson's read-lock renewal renews every reader's lease keys, a fixed lease's too).
+         */
+        private void expiredReader(Step step) {
+            if (holds.stream().anyMatch(hold -> hold.mode().equals("write")
+                    || hold.mode().equals("read") && hold.watchdog())) {
+                return;
+            }
+            LockOwner owner = LockOwner.next();
+            LockHandle handle = TwoInstances.tryLock(app(step.app()), key, LockType.READ, owner, 100, false, 1);
+            assertThat(handle).as("a reader beside readers").isNotNull();
+            String name = TwoInstances.owner(app(step.app()), owner);
+            try (RespClient client = RespClient.connect(redis.port())) {
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> RedisHolders
+                        .of(client, key).stream().noneMatch(holder -> holder.owner().equals(name)));
+            }
+            expired.add(handle);
+            pastOwners.add(name);
+        }
+
         private void queueFairWaiter(Step step) {
             // only behind a FAIR holder: a REENTRANT release does not hand the lock on (the waiter would find it by polling)
             boolean fairHeld = holds.stream().anyMatch(hold -> hold.mode().equals("exclusive")
                     && hold.type() == LockType.FAIR);
-            if (fairWaiter != null || !fairHeld) {
+            if (fairWaiter != null || !fairHeld || closed) {
                 return;
             }
             WebApp app = app(step.app());
@@ -312,7 +381,7 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                 throw new AssertionError("the queued FAIR waiter was not handed the lock: " + ex, ex);
             }
             assertThat(handle).as("the queued FAIR waiter gets the lock").isNotNull();
-            holds.add(new Hold(fairWaiterOwner, "exclusive", 1, LockType.FAIR, handle));
+            holds.add(new Hold(fairWaiterOwner, "exclusive", 1, LockType.FAIR, true, handle));
             fairWaiter = null;
             fairWaiterOwner = null;
         }
@@ -427,7 +496,13 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                     // best effort
                 }
             }
+            for (LockHandle handle : expired) {
+                handle.releaseAsync();
+            }
             TwoInstances.provider(apps.alpha).forceRelease(key);
+            if (closed) {
+                TwoInstances.provider(apps.alpha).reopenKey(key);
+            }
         }
     }
 
