@@ -33,9 +33,10 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
  * configuration;</li>
  * <li>{@code GET /actuator/distlock/{key}}: who holds the key on any instance (the backend must be a
  * {@link LockInspector}), named by the identity each instance announced;</li>
- * <li>{@code DELETE /actuator/distlock/{key}?owner=...}: takes the lock away if that owner (as {@code GET} names it)
- * still holds it, else answers 409 with the holders now; without {@code owner}, from whoever holds it at that moment
- * (racy: the lock may have changed hands since the operator looked). Only with
+ * <li>{@code DELETE /actuator/distlock/{key}?owner=...}: takes that owner's holds away (and nothing else: other readers
+ * and permit holders keep theirs) if it (as {@code GET} names it) still holds the key, else answers 409 with the
+ * holders now; without {@code owner}, every holder of every type at that moment (racy: the lock may have changed hands
+ * since the operator looked). Only with
  * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted. A key
  * that exists but is not a lock (another type, a hash that is not a lock: possible with an empty
  * {@code distlock.key-prefix}) is refused with 400 and left alone.</li>
@@ -117,9 +118,10 @@ public class DistlockEndpoint {
     /**
      * {@code DELETE /actuator/distlock/{key}[?owner=...]}: only with {@code distlock.actuator.force-release-enabled=true}.
      *
-     * <p>With {@code owner} (as {@code GET} names it) the lock is taken away only if that owner still holds it, checked
-     * and deleted in one atomic step; otherwise nothing is done and the answer lists who holds it now (409 over HTTP).
-     * Without it, whoever holds the key at the moment of the call is evicted: if the lock changed hands between the
+     * <p>With {@code owner} (as {@code GET} names it) that owner's holds are taken away, and only if it still holds the
+     * key, checked and deleted in one atomic step; the other holders keep theirs. Otherwise nothing is done and the
+     * answer lists who holds it now (409 over HTTP). Without it, every holder of the key at the moment of the call is
+     * evicted: if the lock changed hands between the
      * operator's look and the call, the new holder, possibly healthy, is the one evicted.
      */
     @DeleteOperation
@@ -364,8 +366,8 @@ public class DistlockEndpoint {
      * @param instance the instance as it announced itself, or {@code null} (never announced, or its entry expired:
      * possibly dead, its lock living out its lease)
      * @param thisInstance whether it is this instance
-     * @param mode {@code exclusive}, {@code read} or {@code write}
-     * @param remainingMillis the key's time to live: how long the lock outlives a holder that stops renewing it
+     * @param mode {@code exclusive}, {@code read}, {@code write} or {@code permit}
+     * @param remainingMillis how long this hold outlives a holder that stops renewing it
      */
     public record HolderDescriptor(String owner, String instanceId, InstanceDescriptor instance, boolean thisInstance,
             String mode, Long remainingMillis) {

@@ -40,8 +40,9 @@ import org.redisson.client.codec.StringCodec;
  * <p>Fencing tokens come from a counter beside the lock ({@code redisson_lock_token:{key}}), issued by a script that
  * first checks that the lock is still this owner's, so tokens follow the order in which holders held the lock.
  *
- * <p>As a {@link LockInspector} it reads and deletes the lock hashes directly (both families of a key: the hash of
- * {@code REENTRANT}/{@code FAIR} and the {@code distlock_rw:{<key>}} hash of {@code READ}/{@code WRITE}), and announces this
+ * <p>As a {@link LockInspector} it reads and deletes every hold of a key in one script (the hash of
+ * {@code REENTRANT}/{@code FAIR}, the {@code distlock_rw:{<key>}} hash of {@code READ}/{@code WRITE} with each
+ * reader's lease keys, and the permits), see {@code INSPECT}; and it announces this
  * instance in a string {@code distlock:instance:{<client id>}} (one {@code SET ... PX}, no script: lock scripts are what
  * operators count) that expires after the watchdog timeout unless refreshed (every third of it) — the client id being
  * the first part of every owner field this client writes.

@@ -25,14 +25,15 @@ public interface LockInspector {
      *
      * @param key the full key, prefix included, as the template passes it to {@link LockProvider#acquire}; every
      * {@link io.github.distlock.LockType} of the key is looked at
-     * @return the holders, empty when nobody holds the key; several for a shared ({@code READ}) lock
+     * @return the live holders, empty when nobody holds the key; several for a shared ({@code READ}) lock or permits.
+     * A holder whose lease ran out is not listed, even where the backend still keeps a trace of it
      * @throws NotALockException when the key exists but is not a lock of this backend
      */
     List<LockHolderInfo> holders(String key);
 
     /**
-     * Takes {@code key} away from whoever holds it, of any type, and wakes the callers waiting for it, as if every
-     * holder had released it. The evicted holders learn it like any lost lock: a watchdog lock's holder through its
+     * Takes {@code key} away from every holder of every type (lock, readers and writer, permits) and wakes the callers
+     * waiting for it, as if every holder had released it. The evicted holders learn it like any lost lock: a watchdog lock's holder through its
      * lease check while it still runs, a fixed lease's at release. The read and the delete are one atomic step, so
      * the holders returned are exactly the ones evicted.
      *
@@ -45,13 +46,14 @@ public interface LockInspector {
     /**
      * Like {@link #forceRelease(String)}, but only while {@code expectedOwner} (an owner as {@link #holders} names it)
      * still holds {@code key}: checked and deleted in one atomic step, so a lock that changed hands since the operator
-     * looked is left alone. When the owner holds the key, the whole lock is taken away (with a shared lock, every
-     * reader). The default supports only {@code expectedOwner == null}.
+     * looked is left alone. Only that owner's holds are taken (its lock, its read and write holds, its permits): the
+     * other readers and permit holders keep theirs, and a writer stays excluded while any of them holds. The default
+     * supports only {@code expectedOwner == null}.
      *
      * @param key the full key, prefix included
      * @param expectedOwner the owner that must still hold the key, or {@code null} for whoever holds it
-     * @return whether the lock was taken away, with the holders evicted; otherwise, with the holders of the key now
-     * (empty when nobody holds it)
+     * @return whether anything was taken away, with the holds evicted (all of {@code expectedOwner}'s, or every hold
+     * when it is {@code null}); otherwise, with the holders of the key now (empty when nobody holds it)
      * @throws NotALockException when the key exists but is not a lock of this backend
      */
     default ForceRelease forceRelease(String key, String expectedOwner) {
