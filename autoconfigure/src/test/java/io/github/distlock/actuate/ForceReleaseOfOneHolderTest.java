@@ -177,6 +177,46 @@ class ForceReleaseOfOneHolderTest {
     }
 
     @Test
+    void anEvictedFairHolderLearnsItAndItsQueuedWaiterIsHandedTheLock() throws Exception {
+        String key = "lock:report:fair";
+        LockOwner holderOwner = LockOwner.next();
+        LockHandle holder = tryLock(apps.alpha, key, LockType.FAIR, holderOwner);
+        assertThat(holder).isNotNull();
+        List<String> lost = new CopyOnWriteArrayList<>();
+        holder.whenLost(lost::add);
+        LockOwner waiterOwner = LockOwner.next();
+        java.util.concurrent.CompletableFuture<LockHandle> waiter = TwoInstances.provider(apps.beta).acquire(
+                new io.github.distlock.spi.LockRequest(key, java.util.concurrent.TimeUnit.SECONDS.toNanos(30), 0, false,
+                        LockType.FAIR, waiterOwner));
+        try (RespClient client = RespClient.connect(redis.port())) {
+            await().atMost(Duration.ofSeconds(10)).until(() -> (Long) client.call("LLEN",
+                    "distlock_queue:{" + key + "}") == 1L);
+        }
+        assertThat(waiter).isNotDone();
+
+        WebApp.Response released = apps.beta.delete("/actuator/distlock/" + key + "?owner="
+                + owner(apps.alpha, holderOwner));
+        assertThat(released.status()).isEqualTo(200);
+
+        // handed on by the force release itself, not found by a poll after the holder's lease
+        LockHandle next = waiter.get(2, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(next).isNotNull();
+        try (RespClient client = RespClient.connect(redis.port())) {
+            assertThat(RedisHolders.of(client, key))
+                    .containsExactly(new RedisHolders.Holder(owner(apps.beta, waiterOwner), "exclusive"));
+        }
+        assertThat(tryLock(apps.alpha, key, LockType.REENTRANT, LockOwner.next())).isNull();
+        // the evicted watchdog holder is told by its lease check (a third of 6 s), and its release touches nothing
+        await().atMost(Duration.ofSeconds(10)).until(() -> lost.size() == 1);
+        assertThat(holder.release()).isFalse();
+        try (RespClient client = RespClient.connect(redis.port())) {
+            assertThat(RedisHolders.of(client, key))
+                    .containsExactly(new RedisHolders.Holder(owner(apps.beta, waiterOwner), "exclusive"));
+        }
+        assertThat(next.release()).isTrue();
+    }
+
+    @Test
     void aForceReleaseWithoutOwnerEvictsEveryHolderOfEveryType() {
         String key = "lock:report:everyone";
         LockHandle exclusive = tryLock(apps.alpha, key, LockType.REENTRANT, LockOwner.next(), 0, true, 1);
