@@ -18,6 +18,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import static io.github.distlock.actuate.TwoInstances.owner;
 import static io.github.distlock.actuate.TwoInstances.tryLock;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -174,6 +175,28 @@ class ForceReleaseOfOneHolderTest {
         assertThat(read.release()).isFalse();
         assertThat(write.release()).isFalse();
         assertThat(other.release()).isTrue();
+    }
+
+    @Test
+    void aKeyWithACompanionThatIsNotALockIsRefusedBeforeAnythingIsDeleted() {
+        String key = "lock:report:odd-companion";
+        LockOwner holderOwner = LockOwner.next();
+        LockHandle holder = tryLock(apps.alpha, key, LockType.REENTRANT, holderOwner);
+        assertThat(holder).isNotNull();
+        try (RespClient client = RespClient.connect(redis.port())) {
+            // something else wrote the read/write hash's name (only possible from outside distlock)
+            client.call("SET", RedisHolders.readWriteKey(key), "not a lock");
+
+            assertThat(apps.beta.delete("/actuator/distlock/" + key).status()).isEqualTo(400);
+            assertThat(RedisHolders.hash(client, key)).containsOnlyKeys(owner(apps.alpha, holderOwner));
+            assertThatThrownBy(() -> TwoInstances.provider(apps.beta).forceRelease(key))
+                    .isInstanceOf(io.github.distlock.spi.NotALockException.class)
+                    .hasMessage("not a distlock lock: the read/write key holds a string, not a lock");
+            assertThat(RedisHolders.hash(client, key)).containsOnlyKeys(owner(apps.alpha, holderOwner));
+            assertThat(client.call("GET", RedisHolders.readWriteKey(key))).isEqualTo("not a lock");
+            client.call("DEL", RedisHolders.readWriteKey(key));
+        }
+        assertThat(holder.release()).isTrue();
     }
 
     @Test
