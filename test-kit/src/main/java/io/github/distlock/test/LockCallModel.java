@@ -91,6 +91,11 @@ public final class LockCallModel {
             return leaseTime != null && !leaseTime.isZero() && leaseTime.compareTo(SHORT_LEASE) < 0;
         }
 
+        /** A lease that may end before the backend's answer arrives: the provider then reports "not acquired". */
+        boolean leaseShorterThanATrip() {
+            return leaseTime != null && !leaseTime.isZero() && leaseTime.compareTo(Duration.ofMillis(50)) < 0;
+        }
+
         boolean extreme() {
             return isExtreme(waitTime) || isExtreme(leaseTime) || isExtreme(holdAtLeast);
         }
@@ -359,7 +364,7 @@ public final class LockCallModel {
                 mustBeBusy |= !theirs.shortLease();
             }
         }
-        if (mayBeBusy) {
+        if (mayBeBusy || opts.leaseShorterThanATrip()) {
             allowed.add(Outcome.BUSY);
         }
         if (!mustBeBusy) {
