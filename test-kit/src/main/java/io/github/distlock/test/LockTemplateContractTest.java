@@ -534,16 +534,24 @@ public abstract class LockTemplateContractTest {
         LockProvider second = createSecondInstance();
         try (ModelRunner runner = new ModelRunner(provider, second, prefix, slack())) {
             LockCallModel model = new LockCallModel(seed, LockCallModel.extremes(), runner.backend().transactions());
-            for (int i = 0; i < tries; i++) {
+            // -Ddistlock.model.all=true: go on after a failure and report every distinct shrunk case at the end
+            boolean all = Boolean.getBoolean("distlock.model.all");
+            java.util.Map<String, String> failures = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < tries && failures.size() < 10; i++) {
                 Case generated = model.next();
                 String failure = runner.run(generated);
                 if (failure != null) {
                     Case shrunk = LockCallModel.shrink(generated, candidate -> runner.run(candidate) != null, 80);
-                    throw new AssertionError("Case " + i + " of seed " + seed + " (-Ddistlock.model.seed=" + seed
+                    String report = "Case " + i + " of seed " + seed + " (-Ddistlock.model.seed=" + seed
                             + ") broke the model:\n" + generated.java() + "\n" + failure + "\nShrunk:\n" + shrunk.java()
-                            + "\n" + runner.run(shrunk));
+                            + "\n" + runner.run(shrunk);
+                    if (!all) {
+                        throw new AssertionError(report);
+                    }
+                    failures.putIfAbsent(shrunk.java(), report);
                 }
             }
+            assertThat(failures.values()).as("distinct shrunk failures of seed %s", seed).isEmpty();
         }
         finally {
             if (second != provider && second instanceof AutoCloseable closeable) {
