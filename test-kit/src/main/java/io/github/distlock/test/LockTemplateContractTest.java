@@ -532,6 +532,7 @@ public abstract class LockTemplateContractTest {
         long seed = LockCallModel.seed();
         int tries = LockCallModel.tries(modelTries());
         LockProvider second = createSecondInstance();
+        System.out.println("Generated lock calls: seed " + seed + ", " + tries + " cases (-Ddistlock.model.seed=" + seed + ")");
         try (ModelRunner runner = new ModelRunner(provider, second, prefix, slack())) {
             LockCallModel model = new LockCallModel(seed, LockCallModel.extremes(), runner.backend().transactions());
             // -Ddistlock.model.all=true: go on after a failure and report every distinct shrunk case at the end
