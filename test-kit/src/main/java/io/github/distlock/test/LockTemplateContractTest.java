@@ -49,9 +49,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * What {@link DefaultLockTemplate} builds on a {@link LockProvider}, checked on the provider under test: several keys
  * at once (all or none, one global order so no deadlock), re-entry by nested calls of one thread (and only of that
- * thread), interrupted waiters that leave nothing behind, fencing tokens seen by the guarded code, and undeclared
- * options refused. Providers don't implement these themselves; this suite shows that the template's way of using the
- * SPI works on theirs.
+ * thread), interrupted waiters that leave nothing behind, fencing tokens seen by the guarded code, undeclared
+ * options refused, nested calls across lock types refused, and generated calls checked against a model
+ * ({@link LockCallModel}, docs/model-tests.md). Providers don't implement these themselves; this suite shows that the
+ * template's way of using the SPI works on theirs.
  *
  * <pre>{@code
  * class MyLockTemplateContractTest extends LockTemplateContractTest {
