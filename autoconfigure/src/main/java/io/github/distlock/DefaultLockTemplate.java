@@ -43,7 +43,9 @@ import org.springframework.util.ClassUtils;
  * <p>Every call that takes locks gets an owner of its own ({@link LockOwner}). A nested call on a key this thread
  * already holds re-enters the held lock here: the backend is only asked whether the outer call still holds it (one
  * round trip; a lost lock makes the nested call fail), and the outer call's lease (fixed or watchdog), owner and fencing
- * token stay exactly as they were, whatever options the nested call names.
+ * token stay exactly as they were, whatever options the nested call names. A nested call re-enters only what the
+ * outer hold gives it (same permits; {@code REENTRANT}/{@code FAIR} inside either, {@code READ} or {@code WRITE} inside
+ * {@code WRITE}, {@code READ} inside {@code READ}); any other is refused with a {@link NestedLockException}.
  *
  * <p>Several keys are taken one after the other in their natural order, all within one wait; the first that can't be
  * had releases those taken before it. Asynchronous acquisitions ({@link #acquireAsync}) run on the provider's
@@ -66,6 +68,8 @@ public class DefaultLockTemplate implements LockTemplate {
     private final String keyPrefix;
     private final long defaultWaitNanos;
     private final long defaultLeaseNanos;
+    /** The configured default lease, {@code null} for the watchdog: the lease of every call that names none. */
+    private final Duration defaultLease;
     private final LockListener[] listeners;
     private final boolean releaseAfterTransaction;
     private volatile ScheduledExecutorService delayedReleases;
@@ -103,6 +107,7 @@ public class DefaultLockTemplate implements LockTemplate {
         LockOptions defaults = new LockOptions(Objects.requireNonNull(defaultWait, "defaultWait"), defaultLease, false);
         this.defaultWaitNanos = defaults.waitTime().toNanos();
         this.defaultLeaseNanos = (defaultLease != null) ? defaultLease.toNanos() : 0;
+        this.defaultLease = (defaultLease != null && !defaultLease.isZero()) ? defaultLease : null;
         this.listeners = listeners.toArray(LockListener[]::new);
         this.releaseAfterTransaction = releaseAfterTransaction && TRANSACTIONS_PRESENT;
     }
@@ -945,6 +950,17 @@ public class DefaultLockTemplate implements LockTemplate {
         if (!provider.supports(options.type(), options.fenced())) {
             throw new IllegalArgumentException("The lock backend (" + provider.getClass().getSimpleName() + ") cannot take "
                     + (options.fenced() ? "fenced " : "") + options.type() + " locks");
+        }
+        if (options.holdAtLeast() != null && options.leaseTime() == null && defaultLease != null) {
+            // the annotation resolves the default lease into its options, so LockOptions' own rule refuses a minimum
+            // hold longer than the lease at startup; a template call gets the same rule for the same options
+            try {
+                options.withLeaseTime(defaultLease);
+            }
+            catch (IllegalArgumentException ex) {
+                throw new IllegalArgumentException(ex.getMessage() + ": the call names no leaseTime, so the configured "
+                        + "default lease (distlock.lease-time) applies", ex);
+            }
         }
         if (options.permits() > 1 && !provider.supportsPermits()) {
             throw new IllegalArgumentException("The lock backend (" + provider.getClass().getSimpleName() + ") cannot "

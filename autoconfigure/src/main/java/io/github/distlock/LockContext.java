@@ -86,23 +86,16 @@ public final class LockContext {
     }
 
     /**
-     * The lock this thread holds for {@code fullKey}, to be re-entered by a call of {@code type}, or {@code null}.
+     * The lock this thread holds for {@code fullKey}, to be re-entered by a call of {@code type} with {@code permits},
+     * or {@code null} when it holds none.
      *
-     * @throws IllegalStateException when the key is held for reading and the call wants it exclusively: it would wait
-     * for itself until its wait time ran out
+     * @throws NestedLockException when the hold does not give the nested call what it asks for: see
+     * {@link NestedLockException#reenters}
      */
     static Frame reentry(Object scope, String fullKey, LockType type, int permits) {
         Frame frame = find(scope, fullKey);
-        if (frame != null && frame.permits() != permits) {
-            // a lock and a semaphore of one key are apart (they don't exclude each other), and a permit is not the lock:
-            // re-entering across them would run the nested code beside holders it believes excluded
-            throw new IllegalStateException("Lock '" + fullKey + "' is held with permits = " + frame.permits()
-                    + " by an outer call on this thread; a nested call with permits = " + permits + " would not exclude "
-                    + "what it expects to. Use the same permits in both calls, or different keys.");
-        }
-        if (frame != null && !frame.type().exclusive() && type.exclusive()) {
-            throw new IllegalStateException("Lock '" + fullKey + "' is held for READ by an outer call on this thread; a "
-                    + "nested " + type + " call on it would wait for itself. Take it as " + type + " in the outer call.");
+        if (frame != null && (frame.permits() != permits || !NestedLockException.reenters(frame.type(), type))) {
+            throw new NestedLockException(fullKey, frame.type(), frame.permits(), type, permits);
         }
         return frame;
     }

@@ -179,7 +179,7 @@ class LockTypesTest extends RedisIntegrationTest {
         assertThat(documents.write("n1", () -> documents.read("n1", () -> "read inside write"))).isEqualTo("read inside write");
         // an exclusive call inside READ would wait for itself: refused at once
         assertThatThrownBy(() -> documents.read("n2", () -> documents.write("n2", () -> "never")))
-                .isInstanceOf(IllegalStateException.class)
+                .isInstanceOf(io.github.distlock.NestedLockException.class)
                 .hasMessageContaining("held for READ by an outer call on this thread");
         assertThat(redisCommands.keys("lock:*")).isEmpty();
     }

@@ -127,7 +127,7 @@ class PermitsTest extends RedisIntegrationTest {
     void aNestedCallWithOtherPermitsIsRefused() {
         assertThatThrownBy(() -> locks.run("mixed", LockOptions.waitFor(Duration.ZERO).withPermits(3),
                 () -> locks.run("mixed", LockOptions.waitFor(Duration.ZERO), () -> { })))
-                .isInstanceOf(IllegalStateException.class)
+                .isInstanceOf(io.github.distlock.NestedLockException.class)
                 .hasMessageContaining("held with permits = 3 by an outer call on this thread; a nested call with permits = 1");
         assertThat(redisCommands.exists("distlock_permits:{lock:mixed}", "lock:mixed")).isZero();
     }

@@ -26,6 +26,11 @@ import io.github.distlock.LockContext;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.LockType;
+import io.github.distlock.NestedLockException;
+import io.github.distlock.test.LockCallModel.Call;
+import io.github.distlock.test.LockCallModel.Case;
+import io.github.distlock.test.LockCallModel.Opts;
+import io.github.distlock.test.LockCallModel.Shape;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
@@ -44,9 +49,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * What {@link DefaultLockTemplate} builds on a {@link LockProvider}, checked on the provider under test: several keys
  * at once (all or none, one global order so no deadlock), re-entry by nested calls of one thread (and only of that
- * thread), interrupted waiters that leave nothing behind, fencing tokens seen by the guarded code, and undeclared
- * options refused. Providers don't implement these themselves; this suite shows that the template's way of using the
- * SPI works on theirs.
+ * thread), interrupted waiters that leave nothing behind, fencing tokens seen by the guarded code, undeclared
+ * options refused, nested calls across lock types refused, and generated calls checked against a model
+ * ({@link LockCallModel}, docs/model-tests.md). Providers don't implement these themselves; this suite shows that the
+ * template's way of using the SPI works on theirs.
  *
  * <pre>{@code
  * class MyLockTemplateContractTest extends LockTemplateContractTest {
@@ -64,6 +70,21 @@ public abstract class LockTemplateContractTest {
 
     /** The provider under test, new for each test; closed after the test when it is {@link AutoCloseable}. */
     protected abstract LockProvider createProvider();
+
+    /**
+     * A second instance of the backend, as another application instance would have it (its own provider on the same
+     * servers), for {@link #everyGeneratedCallKeepsTheModelsPromises()}; closed after the test when it is
+     * {@link AutoCloseable} and not {@link #provider()} itself. A backend whose providers share nothing (in-memory)
+     * returns {@link #provider()}.
+     */
+    protected LockProvider createSecondInstance() {
+        return createProvider();
+    }
+
+    /** How many generated cases CI runs; {@code -Ddistlock.model.tries} overrides it. */
+    protected int modelTries() {
+        return 150;
+    }
 
     /** Time allowed on top of any expected duration, for a loaded machine and a backend's own timers. */
     protected Duration slack() {
@@ -381,5 +402,185 @@ public abstract class LockTemplateContractTest {
         }
         assertThat(ran).isFalse();
         assertThat(heldByAnyone("k")).isFalse();
+    }
+
+    // ---------------------------------------------------------------- nested calls across lock types
+
+    /**
+     * A nested call re-enters only what its outer hold covers: {@code READ} or {@code WRITE} inside a {@code REENTRANT}
+     * or {@code FAIR} hold (another lock family: on Redis another key, which the hold excludes nobody from) and
+     * {@code REENTRANT} or {@code FAIR} inside {@code WRITE} are refused with a {@link NestedLockException} naming the key
+     * and both types; the nested code does not run, and the outer call still holds its lock.
+     */
+    @Test
+    protected void aNestedCallOfTheOtherLockFamilyIsRefusedNotReentered() {
+        List<LockType[]> pairs = new ArrayList<>();
+        for (LockType outer : LockType.values()) {
+            for (LockType nested : LockType.values()) {
+                if (!NestedLockException.reenters(outer, nested) && provider.supports(outer, false)
+                        && provider.supports(nested, false)) {
+                    pairs.add(new LockType[] {outer, nested});
+                }
+            }
+        }
+        assumeTrue(!pairs.isEmpty(), "the provider declares one lock type only");
+        AtomicBoolean nestedRan = new AtomicBoolean();
+        for (LockType[] pair : pairs) {
+            String key = "k-" + pair[0] + "-" + pair[1];
+            String fullKey = template.fullKey(key);
+            Throwable refused = template.execute(key, LockOptions.DEFAULTS.withType(pair[0]), () -> {
+                Throwable thrown = null;
+                try {
+                    template.run(key, LockOptions.DEFAULTS.withType(pair[1]), () -> nestedRan.set(true));
+                }
+                catch (NestedLockException ex) {
+                    thrown = ex;
+                }
+                LockHandle intruder = tryOnce(fullKey, pair[0].exclusive() ? pair[0] : LockType.WRITE);
+                assertThat(intruder).as("another owner after the refused nested %s inside %s", pair[1], pair[0]).isNull();
+                return thrown;
+            });
+            assertThat(refused).as("nested %s inside %s", pair[1], pair[0]).isInstanceOf(NestedLockException.class)
+                    .hasMessageContaining("'" + fullKey + "'").hasMessageContaining(pair[0].name())
+                    .hasMessageContaining(pair[1].name());
+            NestedLockException nested = (NestedLockException) refused;
+            assertThat(nested.getKey()).isEqualTo(fullKey);
+            assertThat(nested.getHeldType()).isEqualTo(pair[0]);
+            assertThat(nested.getRequestedType()).isEqualTo(pair[1]);
+            LockHandle after = tryOnce(fullKey, pair[0].exclusive() ? pair[0] : LockType.WRITE);
+            assertThat(after).as("%s after the outer call returned", key).isNotNull();
+            assertThat(after.release()).isTrue();
+        }
+        assertThat(nestedRan).as("a nested call's code ran under a hold that does not cover it").isFalse();
+    }
+
+    /**
+     * What the outermost call holds is what a nested call re-enters: {@code READ} inside {@code WRITE} re-enters, and a
+     * {@code WRITE} inside that {@code READ} re-enters the {@code WRITE} hold too, while a reader of another owner stays
+     * out through all three levels.
+     */
+    @Test
+    protected void readInsideWriteReentersAndAWriteInsideThatReadToo() {
+        assumeTrue(provider.supports(LockType.WRITE, false) && provider.supports(LockType.READ, false),
+                "the provider declares no READ/WRITE locks");
+        String fullKey = template.fullKey("k");
+        String result = template.execute("k", LockOptions.DEFAULTS.withType(LockType.WRITE),
+                () -> template.execute("k", LockOptions.DEFAULTS.withType(LockType.READ),
+                        () -> template.execute("k", LockOptions.DEFAULTS.withType(LockType.WRITE), () -> {
+                            assertThat(tryOnce(fullKey, LockType.READ)).as("a reader of another owner").isNull();
+                            return "three levels";
+                        })));
+        assertThat(result).isEqualTo("three levels");
+        LockHandle reader = tryOnce(fullKey, LockType.READ);
+        assertThat(reader).as("a reader after the writer returned").isNotNull();
+        assertThat(reader.release()).isTrue();
+    }
+
+    private LockHandle tryOnce(String fullKey, LockType type) {
+        try {
+            return provider.acquire(new LockRequest(fullKey, 0, 0, false, type, LockOwner.next()))
+                    .get(slack().toMillis(), TimeUnit.MILLISECONDS);
+        }
+        catch (Exception ex) {
+            throw new AssertionError("one try of " + fullKey + " as " + type + " failed", ex);
+        }
+    }
+
+    // ---------------------------------------------------------------- options: the template agrees with the annotation
+
+    /**
+     * A minimum hold longer than the lease is refused by the annotation at startup (it resolves the configured default
+     * lease into its options); a template call naming no lease gets the configured default lease too, so it is refused
+     * the same way, naming holdAtLeast and the default lease, before anything is taken.
+     */
+    @Test
+    protected void aMinimumHoldLongerThanTheDefaultLeaseIsRefusedAsByTheAnnotation() {
+        DefaultLockTemplate leased = new DefaultLockTemplate(provider, prefix, Duration.ZERO, Duration.ofMillis(100),
+                List.of());
+        try {
+            AtomicBoolean ran = new AtomicBoolean();
+            LockOptions options = LockOptions.DEFAULTS.withHoldAtLeast(Duration.ofMillis(200));
+            assertThatThrownBy(() -> leased.run("k", options, () -> ran.set(true)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holdAtLeast")
+                    .hasMessageContaining("distlock.lease-time");
+            assertThat(leased.acquireAsync(List.of("k"), options)).failsWithin(slack())
+                    .withThrowableOfType(ExecutionException.class).withCauseInstanceOf(IllegalArgumentException.class);
+            assertThat(ran).isFalse();
+            assertThat(heldByAnyone("k")).isFalse();
+            // within the lease, or with the watchdog named, the same hold is fine
+            assertThat(leased.execute("k", LockOptions.DEFAULTS.withHoldAtLeast(Duration.ofMillis(100)), () -> "ran"))
+                    .isEqualTo("ran");
+            assertThat(leased.execute("k2", options.withLeaseTime(LockOptions.WATCHDOG), () -> "ran")).isEqualTo("ran");
+        }
+        finally {
+            leased.shutdown();
+        }
+    }
+
+    // ---------------------------------------------------------------- generated calls against a model
+
+    /**
+     * Generated cases (see {@link LockCallModel}): options at their defaults, extremes and around one millisecond, call
+     * shapes (blocking, try, asynchronous, in a transaction that commits or rolls back), nesting up to three levels
+     * with mixed options and keys, and a second instance holding keys meanwhile. Each outcome must be one the model
+     * allows, and the probe of {@link ModelRunner} must see no two holders, no body without its lock, no token out of
+     * order and no key left held. A failure prints the seed and the case shrunk to a minimum. Long runs:
+     * {@code -Ddistlock.model.seed=random -Ddistlock.model.tries=5000}.
+     */
+    @Test
+    @Timeout(600)
+    protected void everyGeneratedCallKeepsTheModelsPromises() throws Exception {
+        long seed = LockCallModel.seed();
+        int tries = LockCallModel.tries(modelTries());
+        LockProvider second = createSecondInstance();
+        System.out.println("Generated lock calls: seed " + seed + ", " + tries + " cases (-Ddistlock.model.seed=" + seed + ")");
+        try (ModelRunner runner = new ModelRunner(provider, second, prefix, slack())) {
+            LockCallModel model = new LockCallModel(seed, LockCallModel.extremes(), runner.backend().transactions());
+            // -Ddistlock.model.all=true: go on after a failure and report every distinct shrunk case at the end
+            boolean all = Boolean.getBoolean("distlock.model.all");
+            java.util.Map<String, String> failures = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < tries && failures.size() < 10; i++) {
+                Case generated = model.next();
+                String failure = runner.run(generated);
+                if (failure != null) {
+                    Case shrunk = LockCallModel.shrink(generated, candidate -> runner.run(candidate) != null, 80);
+                    String report = "Case " + i + " of seed " + seed + " (-Ddistlock.model.seed=" + seed
+                            + ") broke the model:\n" + generated.java() + "\n" + failure + "\nShrunk:\n" + shrunk.java()
+                            + "\n" + runner.run(shrunk);
+                    if (!all) {
+                        throw new AssertionError(report);
+                    }
+                    failures.putIfAbsent(shrunk.java(), report);
+                }
+            }
+            assertThat(failures.values()).as("distinct shrunk failures of seed %s", seed).isEmpty();
+        }
+        finally {
+            if (second != provider && second instanceof AutoCloseable closeable) {
+                closeable.close();
+            }
+        }
+    }
+
+    /** Runs one case of {@link LockCallModel} (a shrunk failure kept as a regression test) and asserts the model holds. */
+    protected final void assertModelHolds(Case c) throws Exception {
+        LockProvider second = createSecondInstance();
+        try (ModelRunner runner = new ModelRunner(provider, second, prefix, slack())) {
+            String failure = runner.run(c);
+            assertThat(failure).as("%s", c.java()).isNull();
+        }
+        finally {
+            if (second != provider && second instanceof AutoCloseable closeable) {
+                closeable.close();
+            }
+        }
+    }
+
+    /** Shrunk from the generated cases: a WRITE nested in a REENTRANT hold ran as if it held the key against readers. */
+    @Test
+    protected void aWriteNestedInAReentrantHoldDoesNotRunAsIfItExcludedReaders() throws Exception {
+        assertModelHolds(new Case(null, List.of(
+                new Call(List.of("a"), Shape.BLOCKING, Opts.DEFAULT),
+                new Call(List.of("a"), Shape.BLOCKING, Opts.DEFAULT.withType(LockType.WRITE)))));
     }
 }

@@ -11,4 +11,10 @@ class InMemoryLockTemplateContractTest extends LockTemplateContractTest {
     protected LockProvider createProvider() {
         return new InMemoryLockProvider(Duration.ofSeconds(1));
     }
+
+    /** Two in-memory providers share nothing: the second instance is a second template on the same provider. */
+    @Override
+    protected LockProvider createSecondInstance() {
+        return provider();
+    }
 }

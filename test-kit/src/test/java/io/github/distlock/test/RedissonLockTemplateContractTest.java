@@ -15,10 +15,12 @@ class RedissonLockTemplateContractTest extends LockTemplateContractTest {
     static final RedisServerExtension redis = new RedisServerExtension();
 
     private static RedissonClient client;
+    private static RedissonClient secondClient;
 
     @BeforeAll
     static void connect() {
         client = RedissonLockProviderContractTest.newClient(redis.uri());
+        secondClient = RedissonLockProviderContractTest.newClient(redis.uri());
     }
 
     @AfterAll
@@ -26,6 +28,15 @@ class RedissonLockTemplateContractTest extends LockTemplateContractTest {
         if (client != null) {
             client.shutdown();
         }
+        if (secondClient != null) {
+            secondClient.shutdown();
+        }
+    }
+
+    /** Another application instance: a client of its own, so another Redisson id in every lock it holds. */
+    @Override
+    protected LockProvider createSecondInstance() {
+        return new RedissonLockProvider(secondClient);
     }
 
     @Override

@@ -1,0 +1,61 @@
+package io.github.distlock.test;
+
+import io.github.distlock.redisson.RedissonLockProvider;
+import io.github.distlock.spi.LockProvider;
+import io.github.distlock.testsupport.RedisClusterExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * The template's contract, the generated calls among them, on a Redis Cluster (3 masters, 3 replicas): the keys of one
+ * call, of one case and of the two instances fall in different slots on different masters.
+ */
+class RedisClusterLockTemplateContractTest extends LockTemplateContractTest {
+
+    @RegisterExtension
+    static final RedisClusterExtension redis = new RedisClusterExtension();
+
+    private static RedissonClient client;
+    private static RedissonClient secondClient;
+
+    @BeforeAll
+    static void connect() {
+        client = newClient();
+        secondClient = newClient();
+    }
+
+    @AfterAll
+    static void disconnect() {
+        if (client != null) {
+            client.shutdown();
+        }
+        if (secondClient != null) {
+            secondClient.shutdown();
+        }
+    }
+
+    private static RedissonClient newClient() {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(RedissonLockProviderContractTest.WATCHDOG.toMillis());
+        config.useClusterServers()
+                .addNodeAddress(redis.cluster().nodeUris().toArray(String[]::new))
+                // a loaded 2-core machine can stall a reply for seconds; exclusion, not latency, is tested
+                .setTimeout(10_000);
+        return Redisson.create(config);
+    }
+
+    @Override
+    protected LockProvider createProvider() {
+        return new RedissonLockProvider(client);
+    }
+
+    /** Another application instance: a client of its own, so another Redisson id in every lock it holds. */
+    @Override
+    protected LockProvider createSecondInstance() {
+        return new RedissonLockProvider(secondClient);
+    }
+}
