@@ -34,6 +34,16 @@ public final class LockDurations {
     /** One millisecond in nanoseconds: the shortest lease, and the shortest non-zero wait or hold users may write. */
     public static final long ONE_MILLI_NANOS = 1_000_000L;
 
+    /** The shortest watchdog timeout ({@code distlock.watchdog-timeout}): renewals come every third of it. */
+    public static final Duration MIN_WATCHDOG_TIMEOUT = Duration.ofMillis(100);
+
+    /**
+     * The longest watchdog timeout ({@code distlock.watchdog-timeout}), one day: it is how long the lock of a holder
+     * that died lives on, and every backend's renewal, session and lease arithmetic is checked up to it (ZooKeeper's
+     * session timeout is an {@code int} of milliseconds). A lock meant to outlive its holder takes a fixed lease.
+     */
+    public static final Duration MAX_WATCHDOG_TIMEOUT = Duration.ofDays(1);
+
     private LockDurations() {
     }
 
@@ -108,6 +118,20 @@ public final class LockDurations {
             throw new IllegalArgumentException(what + " must be at least 1 ms, was " + duration);
         }
         return capped(duration);
+    }
+
+    /**
+     * {@code duration} after checking that it lies within {@code [min, max]}: for timeouts and intervals, checked at
+     * startup.
+     *
+     * @param what the property (or method) the value came from, named in the error
+     * @throws IllegalArgumentException naming {@code what} when {@code duration} is null or outside the range
+     */
+    public static Duration checkedBetween(String what, Duration duration, Duration min, Duration max) {
+        if (duration == null || duration.compareTo(min) < 0 || duration.compareTo(max) > 0) {
+            throw new IllegalArgumentException(what + " must be between " + min + " and " + max + ", was " + duration);
+        }
+        return duration;
     }
 
     /** {@code nanos} rounded up to whole milliseconds; never overflows (at most {@code FOR_EVER} in ms). */
