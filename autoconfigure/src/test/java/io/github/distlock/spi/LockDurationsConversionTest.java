@@ -104,7 +104,7 @@ class LockDurationsConversionTest {
             switch (random.nextInt(3)) {
                 case 0 -> {
                     long unit = units[random.nextInt(units.length)];
-                    long k = random.nextLong(Long.MAX_VALUE / unit + 1);
+                    long k = random.nextLong(0, Long.MAX_VALUE / unit);
                     values.add(k * unit + random.nextLong(-3, 4));
                 }
                 case 1 -> values.add(random.nextLong() >> random.nextInt(64));
