@@ -25,6 +25,7 @@ import io.github.distlock.observation.DefaultLockObservationConvention;
 import io.github.distlock.observation.LockCallOutcome;
 import io.github.distlock.observation.LockObservationContext;
 import io.github.distlock.observation.LockObservationConvention;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
@@ -106,8 +107,8 @@ public class DefaultLockTemplate implements LockTemplate {
         this.keyPrefix = (keyPrefix != null) ? keyPrefix : "";
         LockOptions defaults = new LockOptions(Objects.requireNonNull(defaultWait, "defaultWait"), defaultLease, false);
         this.defaultWaitNanos = defaults.waitTime().toNanos();
-        this.defaultLeaseNanos = (defaultLease != null) ? defaultLease.toNanos() : 0;
-        this.defaultLease = (defaultLease != null && !defaultLease.isZero()) ? defaultLease : null;
+        this.defaultLeaseNanos = (defaults.leaseTime() != null) ? defaults.leaseTime().toNanos() : 0;
+        this.defaultLease = (defaults.leaseTime() != null && !defaults.leaseTime().isZero()) ? defaults.leaseTime() : null;
         this.listeners = listeners.toArray(LockListener[]::new);
         this.releaseAfterTransaction = releaseAfterTransaction && TRANSACTIONS_PRESENT;
     }
@@ -1002,11 +1003,11 @@ public class DefaultLockTemplate implements LockTemplate {
     }
 
     private long waitNanos(LockOptions options) {
-        return (options.waitTime() != null) ? options.waitTime().toNanos() : defaultWaitNanos;
+        return (options.waitTime() != null) ? LockDurations.toNanos(options.waitTime()) : defaultWaitNanos;
     }
 
     private long leaseNanos(LockOptions options) {
-        return (options.leaseTime() != null) ? options.leaseTime().toNanos() : defaultLeaseNanos;
+        return (options.leaseTime() != null) ? LockDurations.toNanos(options.leaseTime()) : defaultLeaseNanos;
     }
 
     private static Throwable unwrap(Throwable failure) {

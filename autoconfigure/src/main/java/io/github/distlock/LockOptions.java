@@ -2,6 +2,8 @@ package io.github.distlock;
 
 import java.time.Duration;
 
+import io.github.distlock.spi.LockDurations;
+
 /**
  * How one lock call waits, leases and holds.
  *
@@ -34,18 +36,15 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
 
     /**
      * Rejects negative times and times between zero and one millisecond: backends count in whole milliseconds, and a
-     * lease of 500 µs would reach Redis as "expire now", a lock that is gone before the code runs.
+     * lease of 500 µs would reach Redis as "expire now", a lock that is gone before the code runs. Times longer than
+     * {@link LockDurations#FOR_EVER} (a hundred years; {@code Long.MAX_VALUE} of any unit, the largest
+     * {@code Duration}) are stored as {@code FOR_EVER}: a wait that lasts until the lock is free, a lease kept until
+     * released.
      */
     public LockOptions {
-        if (waitTime != null && (waitTime.isNegative() || belowOneMilli(waitTime))) {
-            throw new IllegalArgumentException("waitTime must be 0 or at least 1 ms, was " + waitTime);
-        }
-        if (leaseTime != null && (leaseTime.isNegative() || belowOneMilli(leaseTime))) {
-            throw new IllegalArgumentException("leaseTime must be 0 (LockOptions.WATCHDOG) or at least 1 ms, was " + leaseTime);
-        }
-        if (holdAtLeast != null && (holdAtLeast.isNegative() || belowOneMilli(holdAtLeast))) {
-            throw new IllegalArgumentException("holdAtLeast must be 0 or at least 1 ms, was " + holdAtLeast);
-        }
+        waitTime = LockDurations.checked("LockOptions.waitTime", waitTime, "0");
+        leaseTime = LockDurations.checked("LockOptions.leaseTime", leaseTime, "0 (LockOptions.WATCHDOG)");
+        holdAtLeast = LockDurations.checked("LockOptions.holdAtLeast", holdAtLeast, "0");
         if (holdAtLeast != null && leaseTime != null && !leaseTime.isZero() && holdAtLeast.compareTo(leaseTime) > 0) {
             // the fixed lease would end first: another caller could run inside the hold that was meant to keep it out
             throw new IllegalArgumentException("holdAtLeast (" + holdAtLeast + ") must not exceed the fixed leaseTime ("
@@ -81,10 +80,6 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
     /** Wait, lease and fencing; a {@link LockType#REENTRANT} lock with no minimum hold. */
     public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced) {
         this(waitTime, leaseTime, fenced, LockType.REENTRANT, null);
-    }
-
-    private static boolean belowOneMilli(Duration time) {
-        return !time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0;
     }
 
     /** Options with the given wait and the configured lease. */

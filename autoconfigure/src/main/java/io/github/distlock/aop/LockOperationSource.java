@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
 import io.github.distlock.LockOptions;
+import io.github.distlock.spi.LockDurations;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.convert.DurationStyle;
@@ -232,7 +233,8 @@ public class LockOperationSource {
         if (value < 0) {
             throw new LockAnnotationException(attribute + " must be >= 0 (or DistributedLock.DEFAULT), was " + value, "Use a value >= 0, or leave the attribute out for the configured default");
         }
-        Duration time = Duration.ofNanos(unit.toNanos(value));
+        // saturating: Long.MAX_VALUE of any unit is FOR_EVER, never an overflow
+        Duration time = LockDurations.toDuration(value, unit);
         if (!time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0) {
             // Redis counts in milliseconds: a 500 us lease would reach it as "expire now", a lock gone before the body runs
             String zero = attribute.equals("leaseTime") ? "0 (watchdog)" : "0";

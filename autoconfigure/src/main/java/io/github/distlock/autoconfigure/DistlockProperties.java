@@ -2,6 +2,8 @@ package io.github.distlock.autoconfigure;
 
 import java.time.Duration;
 
+import io.github.distlock.spi.LockDurations;
+
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.core.Ordered;
 
@@ -102,40 +104,40 @@ public class DistlockProperties {
         return waitTime;
     }
 
+    /**
+     * @throws IllegalArgumentException naming the property when negative or below 1 ms; longer than
+     * {@link LockDurations#FOR_EVER} is taken as that
+     */
     public void setWaitTime(Duration waitTime) {
-        if (waitTime == null || waitTime.isNegative()) {
-            throw new IllegalArgumentException("distlock.wait-time must be 0 or positive, was " + waitTime);
+        if (waitTime == null) {
+            throw new IllegalArgumentException("distlock.wait-time must be 0 or at least 1 ms, was null");
         }
-        if (!waitTime.isZero() && waitTime.compareTo(Duration.ofMillis(1)) < 0) {
-            throw new IllegalArgumentException("distlock.wait-time must be 0 or at least 1ms, was " + waitTime);
-        }
-        this.waitTime = waitTime;
+        this.waitTime = LockDurations.checked("distlock.wait-time", waitTime, "0");
     }
 
     public Duration getLeaseTime() {
         return leaseTime;
     }
 
+    /**
+     * @throws IllegalArgumentException naming the property when negative or below 1 ms (Redis counts leases in
+     * milliseconds); longer than {@link LockDurations#FOR_EVER} is taken as that
+     */
     public void setLeaseTime(Duration leaseTime) {
-        if (leaseTime != null && leaseTime.isNegative()) {
-            throw new IllegalArgumentException("distlock.lease-time must be positive (or unset for the watchdog), was " + leaseTime);
-        }
-        if (leaseTime != null && !leaseTime.isZero() && leaseTime.compareTo(Duration.ofMillis(1)) < 0) {
-            // Redis counts in milliseconds: a sub-millisecond lease would reach it as "expire now"
-            throw new IllegalArgumentException("distlock.lease-time must be at least 1ms (or unset for the watchdog), was " + leaseTime);
-        }
-        this.leaseTime = leaseTime;
+        this.leaseTime = LockDurations.checked("distlock.lease-time", leaseTime, "0 (or unset for the watchdog)");
     }
 
     public Duration getWatchdogTimeout() {
         return watchdogTimeout;
     }
 
+    /**
+     * @throws IllegalArgumentException naming the property outside {@link LockDurations#MIN_WATCHDOG_TIMEOUT} to
+     * {@link LockDurations#MAX_WATCHDOG_TIMEOUT}
+     */
     public void setWatchdogTimeout(Duration watchdogTimeout) {
-        if (watchdogTimeout == null || watchdogTimeout.toMillis() < 100) {
-            throw new IllegalArgumentException("distlock.watchdog-timeout must be at least 100ms, was " + watchdogTimeout);
-        }
-        this.watchdogTimeout = watchdogTimeout;
+        this.watchdogTimeout = LockDurations.checkedBetween("distlock.watchdog-timeout", watchdogTimeout,
+                LockDurations.MIN_WATCHDOG_TIMEOUT, LockDurations.MAX_WATCHDOG_TIMEOUT);
     }
 
     public boolean isReleaseAfterTransaction() {
@@ -214,10 +216,7 @@ public class DistlockProperties {
         }
 
         public void setTimeout(Duration timeout) {
-            if (timeout == null || timeout.toMillis() < 1) {
-                throw new IllegalArgumentException("distlock.health.timeout must be at least 1ms, was " + timeout);
-            }
-            this.timeout = timeout;
+            this.timeout = LockDurations.checkedPositive("distlock.health.timeout", timeout);
         }
 
         public Duration getRecentLeaseLosses() {
@@ -225,11 +224,8 @@ public class DistlockProperties {
         }
 
         public void setRecentLeaseLosses(Duration recentLeaseLosses) {
-            if (recentLeaseLosses == null || recentLeaseLosses.toMillis() < 1) {
-                throw new IllegalArgumentException("distlock.health.recent-lease-losses must be at least 1ms, was "
-                        + recentLeaseLosses);
-            }
-            this.recentLeaseLosses = recentLeaseLosses;
+            this.recentLeaseLosses = LockDurations.checkedPositive("distlock.health.recent-lease-losses",
+                    recentLeaseLosses);
         }
     }
 
@@ -276,10 +272,10 @@ public class DistlockProperties {
         }
 
         public void setRetryDelay(Duration retryDelay) {
-            if (retryDelay != null && retryDelay.isNegative()) {
-                throw new IllegalArgumentException("distlock.redis.retry-delay must be 0 or positive, was " + retryDelay);
-            }
-            this.retryDelay = retryDelay;
+            // Redisson counts the delay in milliseconds and waits it between attempts of every command: bounded so that
+            // neither its conversion nor a call's wait can overflow
+            this.retryDelay = (retryDelay != null) ? LockDurations.checkedBetween("distlock.redis.retry-delay",
+                    retryDelay, Duration.ZERO, Duration.ofMinutes(10)) : null;
         }
 
         public boolean isRequireAtStartup() {

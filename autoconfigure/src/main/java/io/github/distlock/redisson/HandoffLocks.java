@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockKeyClosedException;
+import io.github.distlock.spi.LockDurations;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.redisson.RedissonObject;
@@ -458,7 +459,8 @@ final class HandoffLocks {
      * when it does not use it after all).
      */
     Waiter acquire(String key, long owner, String field, long waitNanos, long leaseMillis) {
-        Waiter waiter = new Waiter(key, owner, field, leaseMillis, System.nanoTime() + waitNanos, waitNanos > 0);
+        Waiter waiter = new Waiter(key, owner, field, leaseMillis, LockDurations.deadline(System.nanoTime(), waitNanos),
+                waitNanos > 0);
         waiting.put(owner, waiter);
         // a caller that stops waiting takes its entry out of the queue (or passes on a grant it will not use)
         waiter.result.whenComplete((granted, failure) -> {

@@ -6,6 +6,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
+import io.github.distlock.spi.LockDurations;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -120,7 +121,8 @@ final class PermitLocks {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         waiting.add(result);
         result.whenComplete((ignored, failure) -> waiting.remove(result));
-        attempt(key, member(permits, field), permits, System.nanoTime() + waitNanos, leaseMillis, 5, result);
+        long deadline = LockDurations.deadline(System.nanoTime(), waitNanos);
+        attempt(key, member(permits, field), permits, deadline, leaseMillis, 5, result);
         return result;
     }
 

@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockHolderInfo;
 import io.github.distlock.spi.LockInspector;
@@ -364,8 +365,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         long owner = request.owner().id();
         // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
         // scripts as milliseconds without converting it (a fair lock's queue timeout came out 10^6 times too long)
-        long waitMillis = ceilMillis(request.waitNanos());
-        long leaseMillis = request.watchdog() ? watchdogMillis : ceilMillis(request.leaseNanos());
+        long waitMillis = LockDurations.ceilMillis(request.waitNanos());
+        long leaseMillis = request.watchdog() ? watchdogMillis : LockDurations.ceilMillis(request.leaseNanos());
         long lease = request.watchdog() ? WATCHDOG : leaseMillis;
         CompletableFuture<LockHandle> result = new CompletableFuture<>();
         if (request.permits() > 1) {
@@ -437,10 +438,6 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                     complete(result, handle);
                 }
             });
-    }
-
-    private static long ceilMillis(long nanos) {
-        return (nanos + 999_999) / 1_000_000;
     }
 
     /** One of {@code request.permits()} permits of the key: see {@link PermitLocks}. */
@@ -669,7 +666,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      */
     void giveBack(String name, java.util.function.Supplier<CompletableFuture<Boolean>> unlock, long leaseMillis) {
         long period = Math.max(50, Math.min(1000, leaseMillis / 10));
-        giveBack(name, unlock, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis), period, 0);
+        long deadline = LockDurations.deadline(System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(leaseMillis));
+        giveBack(name, unlock, deadline, period, 0);
     }
 
     private void giveBack(String name, java.util.function.Supplier<CompletableFuture<Boolean>> unlock, long deadline,

@@ -8,8 +8,10 @@ import io.github.distlock.LockType;
  * One acquisition asked of a {@link LockProvider}.
  *
  * @param key the full key, prefix included; neither null nor blank
- * @param waitNanos how long to wait: {@code 0} tries once
- * @param leaseNanos a fixed lease, at least one millisecond; {@code 0} renews the lock while the holder lives
+ * @param waitNanos how long to wait: {@code 0} tries once; more than {@link LockDurations#FOR_EVER_NANOS} is taken as
+ * that (waits until the lock is free)
+ * @param leaseNanos a fixed lease, at least one millisecond; {@code 0} renews the lock while the holder lives; more than
+ * {@link LockDurations#FOR_EVER_NANOS} is taken as that (kept until released)
  * @param fenced whether the handle must carry a fencing token
  * @param type the kind of lock; one the provider {@linkplain LockProvider#supports supports}
  * @param owner who holds the lock once acquired; unique per call
@@ -20,9 +22,9 @@ public record LockRequest(String key, long waitNanos, long leaseNanos, boolean f
         int permits) {
 
     /** Smallest fixed lease a backend is asked for: Redis and most stores count leases in whole milliseconds. */
-    public static final long MIN_LEASE_NANOS = 1_000_000;
+    public static final long MIN_LEASE_NANOS = LockDurations.ONE_MILLI_NANOS;
 
-    /** Checks what every backend relies on. */
+    /** Checks what every backend relies on, and caps the times at {@link LockDurations#FOR_EVER_NANOS}. */
     public LockRequest {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(owner, "owner");
@@ -36,6 +38,9 @@ public record LockRequest(String key, long waitNanos, long leaseNanos, boolean f
         if (permits < 1) {
             throw new IllegalArgumentException("permits must be at least 1, was " + permits);
         }
+        // capped here so that no backend's rounding or deadline can overflow into a negative lease or a past deadline
+        waitNanos = Math.min(waitNanos, LockDurations.FOR_EVER_NANOS);
+        leaseNanos = Math.min(leaseNanos, LockDurations.FOR_EVER_NANOS);
     }
 
     /** A lock (one permit). */

@@ -22,6 +22,7 @@ import io.etcd.jetcd.options.PutOption;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
 
@@ -196,7 +197,7 @@ final class EtcdLockHandle implements LockHandle {
      * provider closes (its session lease is revoked), or once the lease would have expired anyway.
      */
     private void retryDelete(int attempt) {
-        long maxAttempts = (session != null) ? Long.MAX_VALUE : Math.max(1, TimeUnit.NANOSECONDS.toSeconds(request.leaseNanos()));
+        long maxAttempts = (session != null) ? Long.MAX_VALUE : Math.max(1, LockDurations.ceilSeconds(request.leaseNanos()));
         if (provider.isClosed() || attempt > maxAttempts || (session != null && session.lost.get())) {
             return;
         }

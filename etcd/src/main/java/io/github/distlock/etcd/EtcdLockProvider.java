@@ -33,6 +33,7 @@ import io.etcd.jetcd.options.PutOption;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -102,7 +103,7 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
      * @param client the etcd client
      * @param namespace prefix of every lock's keys, e.g. {@code distlock/}
      * @param watchdogTimeout how long a dead holder's watchdog lock lives on: the session lease's TTL, rounded up to
-     * whole seconds
+     * whole seconds; at most {@link LockDurations#MAX_WATCHDOG_TIMEOUT}
      */
     public EtcdLockProvider(Client client, String namespace, Duration watchdogTimeout) {
         this.client = client;
@@ -110,7 +111,8 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         this.leases = client.getLeaseClient();
         this.watches = client.getWatchClient();
         this.namespace = checkNamespace(namespace);
-        this.sessionTtlSeconds = ttlSeconds(watchdogTimeout);
+        this.sessionTtlSeconds = ttlSeconds(LockDurations.checkedBetween("watchdogTimeout (distlock.watchdog-timeout)",
+                watchdogTimeout, Duration.ofMillis(1), LockDurations.MAX_WATCHDOG_TIMEOUT));
         this.timer = Executors.newScheduledThreadPool(1, task -> daemon(task, "distlock-etcd-timer"));
         this.callbacks = Executors.newCachedThreadPool(task -> daemon(task, "distlock-etcd-callback"));
     }
@@ -128,13 +130,15 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         return namespace;
     }
 
-    /** A duration as etcd's whole-second TTL, rounded up: a lease never ends before the time asked for. */
+    /**
+     * A duration as etcd's whole-second TTL, rounded up: a lease never ends before the time asked for. At most
+     * {@link LockDurations#FOR_EVER} (about 3.2 billion seconds), below etcd's largest TTL (9 billion seconds).
+     */
     static long ttlSeconds(Duration duration) {
-        long millis = duration.toMillis();
-        if (millis <= 0) {
+        if (duration.isNegative() || duration.isZero()) {
             throw new IllegalArgumentException("a lease must be positive, was " + duration);
         }
-        return (millis + 999) / 1000;
+        return LockDurations.ceilSeconds(LockDurations.toNanos(duration));
     }
 
     private static Thread daemon(Runnable task, String name) {

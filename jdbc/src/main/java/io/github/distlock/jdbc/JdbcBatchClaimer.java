@@ -17,6 +17,8 @@ import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
+import io.github.distlock.spi.LockDurations;
+
 /**
  * Several instances sharing the rows of a work table, each row processed by one of them: the "lock many rows" pattern.
  * Each instance claims a batch of pending rows by tagging them with a tag of its own and the database's time,
@@ -105,10 +107,8 @@ public class JdbcBatchClaimer {
             throw new IllegalArgumentException("pendingCondition must be an SQL condition such as 'processed = FALSE'");
         }
         this.pending = "(" + pendingCondition + ")";
-        if (staleAfter == null || staleAfter.toMillis() < 1) {
-            throw new IllegalArgumentException("staleAfter must be at least 1ms, was " + staleAfter);
-        }
-        this.staleMicros = TimeUnit.NANOSECONDS.toMicros(staleAfter.toNanos());
+        this.staleMicros = LockDurations.ceilMicros(LockDurations.toNanos(
+                LockDurations.checkedPositive("JdbcBatchClaimer staleAfter", staleAfter)));
         this.instanceTag = UUID.randomUUID().toString();
         try (Connection connection = dataSource.getConnection()) {
             this.dialect = JdbcDialect.of(connection);

@@ -6,6 +6,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import io.github.distlock.spi.LockDurations;
+
 /**
  * How a {@link JdbcLockProvider} uses its table.
  *
@@ -55,17 +57,15 @@ public record JdbcLockOptions(String tableName, Duration watchdogTimeout, Durati
     public JdbcLockOptions {
         Objects.requireNonNull(tableName, "tableName");
         checkTableName(tableName);
-        if (watchdogTimeout == null || watchdogTimeout.toMillis() < 100) {
-            throw new IllegalArgumentException("distlock.watchdog-timeout must be at least 100ms, was " + watchdogTimeout);
-        }
-        if (minPollInterval == null || minPollInterval.toMillis() < 1) {
-            throw new IllegalArgumentException("distlock.jdbc.min-poll-interval must be at least 1ms, was "
-                    + minPollInterval);
-        }
+        LockDurations.checkedBetween("distlock.watchdog-timeout", watchdogTimeout, LockDurations.MIN_WATCHDOG_TIMEOUT,
+                LockDurations.MAX_WATCHDOG_TIMEOUT);
+        // a pause is never longer than what is left of the wait, so the longest intervals need no other bound
+        minPollInterval = LockDurations.checkedPositive("distlock.jdbc.min-poll-interval", minPollInterval);
         if (maxPollInterval == null || maxPollInterval.compareTo(minPollInterval) < 0) {
             throw new IllegalArgumentException("distlock.jdbc.max-poll-interval must be at least the min-poll-interval ("
                     + minPollInterval + "), was " + maxPollInterval);
         }
+        maxPollInterval = LockDurations.capped(maxPollInterval);
         if (threads < 1) {
             throw new IllegalArgumentException("distlock.jdbc.threads must be at least 1, was " + threads);
         }

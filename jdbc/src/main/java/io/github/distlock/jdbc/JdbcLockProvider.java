@@ -26,6 +26,7 @@ import javax.sql.DataSource;
 
 import io.github.distlock.DistlockConfigurationException;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -147,7 +148,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         this.options = options;
         this.table = options.tableName();
         this.watchdogNanos = options.watchdogTimeout().toNanos();
-        this.watchdogMicros = TimeUnit.NANOSECONDS.toMicros(watchdogNanos);
+        this.watchdogMicros = LockDurations.ceilMicros(watchdogNanos);
         this.dialect = checkDatabase(this.dataSource, table);
         java.util.concurrent.ThreadFactory workerThreads = daemons("distlock-jdbc");
         this.workers = new ScheduledThreadPoolExecutor(options.threads(), task -> workerThreads.newThread(() -> {
@@ -416,7 +417,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         if (watchdog) {
             unrenew(owner, start);
         }
-        long deadline = start + leaseNanos;
+        long deadline = LockDurations.deadline(start, leaseNanos);
         long period = Math.max(TimeUnit.MILLISECONDS.toNanos(50), Math.min(TimeUnit.SECONDS.toNanos(1), leaseNanos / 10));
         Runnable[] task = new Runnable[1];
         task[0] = () -> {
@@ -476,12 +477,12 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         final CompletableFuture<LockHandle> future = new CompletableFuture<>();
         final long deadline;
         final JdbcDialect.Grant grant;
-        long pauseNanos = options.minPollInterval().toNanos();
+        long pauseNanos = LockDurations.toNanos(options.minPollInterval());
 
         Attempt(LockRequest request) {
             this.request = request;
-            this.deadline = System.nanoTime() + request.waitNanos();
-            long leaseMicros = request.watchdog() ? watchdogMicros : (request.leaseNanos() + 999) / 1000;
+            this.deadline = LockDurations.deadline(System.nanoTime(), request.waitNanos());
+            long leaseMicros = request.watchdog() ? watchdogMicros : LockDurations.ceilMicros(request.leaseNanos());
             this.grant = new JdbcDialect.Grant(request.key(), instance + ":" + request.owner().id(),
                     request.watchdog() ? instance : null, leaseMicros, request.fenced());
         }
@@ -549,14 +550,15 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
                     inFlight.decrementAndGet();
                 }
             }
-            long remaining = deadline - System.nanoTime();
+            long remaining = LockDurations.remaining(deadline, System.nanoTime());
             if (remaining <= 0) {
                 future.complete(null);
                 return;
             }
             // full jitter over the upper half: waiters of one key spread out instead of polling in step
             long pause = ThreadLocalRandom.current().nextLong(pauseNanos / 2, pauseNanos + 1);
-            pauseNanos = Math.min(pauseNanos * 2, options.maxPollInterval().toNanos());
+            pauseNanos = Math.min(LockDurations.saturatedMultiply(pauseNanos, 2),
+                    LockDurations.toNanos(options.maxPollInterval()));
             // the last try comes at the end of the wait, not a pause after it
             schedule(Math.min(pause, remaining));
         }

@@ -20,6 +20,7 @@ import java.util.function.Consumer;
 
 import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
@@ -94,13 +95,11 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
 
     /**
      * @param watchdogTimeout how long a watchdog lock outlives a holder that {@linkplain #abandon(LockHandle) died};
-     * at least one millisecond
+     * at least one millisecond, at most {@link LockDurations#MAX_WATCHDOG_TIMEOUT}
      */
     public InMemoryLockProvider(Duration watchdogTimeout) {
-        if (watchdogTimeout.toMillis() < 1) {
-            throw new IllegalArgumentException("watchdogTimeout must be at least 1 ms, was " + watchdogTimeout);
-        }
-        this.watchdogNanos = watchdogTimeout.toNanos();
+        this.watchdogNanos = LockDurations.checkedBetween("watchdogTimeout", watchdogTimeout, Duration.ofMillis(1),
+                LockDurations.MAX_WATCHDOG_TIMEOUT).toNanos();
         this.timer = new ScheduledThreadPoolExecutor(1, task -> daemon(task, "distlock-in-memory-timer"));
         // released and answered waiters cancel their timers: don't keep thousands of dead tasks queued
         this.timer.setRemoveOnCancelPolicy(true);
@@ -263,7 +262,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     }
 
     private Hold take(KeyState state, LockRequest request, long now) {
-        long expiresAt = request.watchdog() ? now + NEVER : now + request.leaseNanos();
+        long expiresAt = request.watchdog() ? now + NEVER : LockDurations.deadline(now, request.leaseNanos());
         Hold hold = new Hold(state.key, request.owner(), request.type(), request.watchdog(), expiresAt);
         hold.permits = request.permits();
         if (request.fenced()) {

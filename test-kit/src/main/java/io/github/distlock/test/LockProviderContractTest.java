@@ -15,6 +15,7 @@ import java.util.concurrent.TimeoutException;
 
 import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
@@ -907,6 +908,121 @@ public abstract class LockProviderContractTest {
         }
         catch (InterruptedException | TimeoutException ex) {
             throw new AssertionError(ex);
+        }
+    }
+
+    // ---------------------------------------------------------------- extreme durations (LockDurations)
+
+    /**
+     * The longest leases a caller can ask for, as nanoseconds: {@code Long.MAX_VALUE} ("keep it until I'm done"),
+     * the largest {@code Duration} through {@link LockDurations#toNanos(Duration)}, and {@link LockDurations#FOR_EVER}.
+     */
+    private static long[] extremeNanos() {
+        return new long[] {Long.MAX_VALUE, LockDurations.toNanos(Duration.ofSeconds(Long.MAX_VALUE, 999_999_999)),
+                LockDurations.FOR_EVER_NANOS};
+    }
+
+    /**
+     * A lock with an extreme fixed lease ({@code Long.MAX_VALUE} ns, the largest {@code Duration}, {@code FOR_EVER})
+     * is held until released: no second owner gets in while it is held (not at once, nor a moment later), the holder
+     * can release it, and the next owner takes it. For every exclusive type the provider declares.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void anExtremeLeaseKeepsTheLockExclusiveUntilReleased(LockType type) {
+        assumeSupported(type, false);
+        for (long lease : extremeNanos()) {
+            String key = key("lease-" + lease);
+            LockHandle first = acquire(new LockRequest(key, 0, lease, false, type, LockOwner.next()));
+            assertThat(first).as("%s lock with a lease of %d ns", type, lease).isNotNull();
+            assertThat(tryOnce(key, type)).as("a second %s owner at once, beside a lease of %d ns", type, lease).isNull();
+            assertThat(acquire(new LockRequest(key, 0, lease, false, type, LockOwner.next())))
+                    .as("a second %s owner with the same lease of %d ns", type, lease).isNull();
+            // a lease that overflowed into "expire now" or a few milliseconds frees the key shortly after
+            await().during(Duration.ofMillis(300)).atMost(slack()).until(() -> tryOnce(key, LockType.REENTRANT) == null);
+            assertThat(first.stillHeld()).as("held with a lease of %d ns", lease).isTrue();
+            assertThat(first.release()).as("release of a %s lock with a lease of %d ns", type, lease).isTrue();
+            LockHandle next = tryOnce(key, type);
+            assertThat(next).as("the next %s owner after the release (lease %d ns)", type, lease).isNotNull();
+            assertThat(next.release()).isTrue();
+        }
+    }
+
+    /** A fenced lock with an extreme lease gets a token and excludes like any other. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void anExtremeLeaseOfAFencedLockIsExclusiveAndTokened(LockType type) {
+        assumeSupported(type, true);
+        String key = key("fenced");
+        LockHandle first = acquire(new LockRequest(key, 0, Long.MAX_VALUE, true, type, LockOwner.next()));
+        assertThat(first).as("fenced %s lock with a lease of Long.MAX_VALUE ns", type).isNotNull();
+        assertThat(first.fencingToken()).isPositive();
+        await().during(Duration.ofMillis(300)).atMost(slack()).until(() -> tryOnce(key, type) == null);
+        assertThat(first.release()).isTrue();
+        assertThat(isFree(key, type)).isTrue();
+    }
+
+    /** Permits with an extreme lease: that many owners and never more, until one releases. */
+    @Test
+    protected void anExtremeLeaseOfAPermitNeverAdmitsOneMoreOwner() {
+        assumeTrue(provider.supportsPermits(), "the provider takes no permits");
+        String key = key("permits");
+        LockHandle one = acquire(new LockRequest(key, 0, Long.MAX_VALUE, false, LockType.REENTRANT, LockOwner.next(), 2));
+        LockHandle two = acquire(new LockRequest(key, 0, Long.MAX_VALUE, false, LockType.REENTRANT, LockOwner.next(), 2));
+        assertThat(one).as("permit 1 of 2 with a lease of Long.MAX_VALUE ns").isNotNull();
+        assertThat(two).as("permit 2 of 2 with a lease of Long.MAX_VALUE ns").isNotNull();
+        await().during(Duration.ofMillis(300)).atMost(slack())
+                .until(() -> acquire(permits(key, Duration.ZERO, 2)) == null);
+        assertThat(one.release()).isTrue();
+        LockHandle three = acquire(permits(key, Duration.ZERO, 2));
+        assertThat(three).as("a permit once one was released").isNotNull();
+        assertThat(two.release()).isTrue();
+        assertThat(three.release()).isTrue();
+    }
+
+    /**
+     * A wait of {@code Long.MAX_VALUE} ns (or the largest {@code Duration}) waits until the holder releases: it neither
+     * gives up at once (a deadline that overflowed into the past) nor fails; then the waiter holds the lock alone.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void anExtremeWaitWaitsUntilTheHolderReleases(LockType type) throws Exception {
+        assumeSupported(type, false);
+        for (long wait : extremeNanos()) {
+            String key = key("wait-" + wait);
+            LockHandle holder = hold(key, type);
+            CompletableFuture<LockHandle> waiter = acquireAsync(new LockRequest(key, wait, 0, false, type,
+                    LockOwner.next()));
+            await().during(Duration.ofMillis(300)).atMost(slack()).until(() -> !waiter.isDone());
+            assertThat(holder.release()).isTrue();
+            LockHandle got = waiter.get(slack().toMillis(), TimeUnit.MILLISECONDS);
+            assertThat(got).as("%s waiter with a wait of %d ns, after the release", type, wait).isNotNull();
+            assertThat(tryOnce(key, type)).as("a second %s owner beside the waiter that got it", type).isNull();
+            assertThat(got.release()).isTrue();
+        }
+    }
+
+    /**
+     * One unit: a wait of 1 ns is a try (answered promptly, not acquired while held), and the shortest lease (1 ms)
+     * is granted and runs out, after which the next owner takes the key.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = LockType.class, names = {"REENTRANT", "FAIR", "WRITE"})
+    protected void oneUnitWaitsAndLeasesAreTheShortestNotZeroNorNegative(LockType type) {
+        assumeSupported(type, false);
+        String key = key("one-unit");
+        LockHandle holder = hold(key, type);
+        long start = System.nanoTime();
+        assertThat(acquire(new LockRequest(key, 1, 0, false, type, LockOwner.next())))
+                .as("a %s wait of 1 ns while held", type).isNull();
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).as("answer to a 1 ns wait").isLessThan(slack());
+        assertThat(holder.release()).isTrue();
+        LockHandle shortest = acquire(new LockRequest(key, slack().toNanos(), LockRequest.MIN_LEASE_NANOS, false, type,
+                LockOwner.next()));
+        // granted, or (a lease shorter than a round trip) already gone: either way it must run out, not last
+        await().atMost(slack()).until(() -> isFree(key, type));
+        if (shortest != null) {
+            assertThat(shortest.release()).as("release of a 1 ms lease long run out").isFalse();
         }
     }
 }

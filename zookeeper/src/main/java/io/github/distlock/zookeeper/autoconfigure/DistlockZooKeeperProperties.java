@@ -2,6 +2,8 @@ package io.github.distlock.zookeeper.autoconfigure;
 
 import java.time.Duration;
 
+import io.github.distlock.spi.LockDurations;
+
 import io.github.distlock.zookeeper.ZooKeeperLockProvider;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -11,6 +13,9 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  */
 @ConfigurationProperties(prefix = "distlock.zookeeper")
 public class DistlockZooKeeperProperties {
+
+    /** The longest timeout Curator and ZooKeeper take: an {@code int} of milliseconds. */
+    private static final Duration MAX_INT_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
 
     /** Default base path. */
     public static final String DEFAULT_BASE_PATH = "/distlock";
@@ -52,11 +57,9 @@ public class DistlockZooKeeperProperties {
     }
 
     public void setSessionTimeout(Duration sessionTimeout) {
-        if (sessionTimeout != null && (sessionTimeout.toMillis() < 1 || sessionTimeout.toMillis() > Integer.MAX_VALUE)) {
-            throw new IllegalArgumentException("distlock.zookeeper.session-timeout must be between 1ms and "
-                    + Integer.MAX_VALUE + "ms, was " + sessionTimeout);
-        }
-        this.sessionTimeout = sessionTimeout;
+        // ZooKeeper counts it in an int of milliseconds; toMillis() itself throws for the largest durations
+        this.sessionTimeout = (sessionTimeout != null) ? LockDurations.checkedBetween(
+                "distlock.zookeeper.session-timeout", sessionTimeout, Duration.ofMillis(1), MAX_INT_MILLIS) : null;
     }
 
     public Duration getConnectionTimeout() {
@@ -64,11 +67,8 @@ public class DistlockZooKeeperProperties {
     }
 
     public void setConnectionTimeout(Duration connectionTimeout) {
-        if (connectionTimeout == null || connectionTimeout.toMillis() < 1 || connectionTimeout.toMillis() > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("distlock.zookeeper.connection-timeout must be between 1ms and "
-                    + Integer.MAX_VALUE + "ms, was " + connectionTimeout);
-        }
-        this.connectionTimeout = connectionTimeout;
+        this.connectionTimeout = LockDurations.checkedBetween("distlock.zookeeper.connection-timeout",
+                connectionTimeout, Duration.ofMillis(1), MAX_INT_MILLIS);
     }
 
     public String getBasePath() {
