@@ -218,12 +218,16 @@ class AnnotatedCallsFollowTheModelTest extends RedisIntegrationTest {
             if (only != null && c.index() != Integer.parseInt(only)) {
                 continue;
             }
+            long start = System.nanoTime();
             try {
                 check(c);
             }
             catch (Throwable failure) {
                 throw new AssertionError("seed " + SEED + ", case " + c + " (run it alone with -Ddistlock.generated.seed="
                         + SEED + " -Ddistlock.generated.case=" + c.index() + "): " + failure.getMessage(), failure);
+            }
+            if (Boolean.getBoolean("distlock.generated.verbose")) {
+                System.out.println("case " + c + ": " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + " ms");
             }
         }
     }
