@@ -282,6 +282,8 @@ class GeneratedAnnotationsStartOrFailNamingTheMethodTest {
         Map<String, Class<?>> classes = GeneratedSources.compile(sources, DistributedLock.class, Mono.class,
                 org.reactivestreams.Publisher.class, GeneratedAnnotationsStartOrFailNamingTheMethodTest.class);
         ClassLoader generated = classes.values().iterator().next().getClassLoader();
+        // every disagreement with the model is collected, so that one run reports all it found
+        List<String> failures = new ArrayList<>();
         List<Combination> valid = new ArrayList<>();
         for (Combination combination : combinations) {
             List<String> problems = combination.expectedProblems();
@@ -289,45 +291,71 @@ class GeneratedAnnotationsStartOrFailNamingTheMethodTest {
                 valid.add(combination);
                 continue;
             }
-            runner(generated).withBean(classes.get(combination.className())).run(context -> {
-                assertThat(context).as("seed " + SEED + ": " + combination + " must fail the startup").hasFailed();
+            runner(generated).withBean(classes.get(combination.className())).run(context -> collect(failures, () -> {
+                assertThat(context).as(combination + " must fail the startup").hasFailed();
                 String trace = stackTrace(context.getStartupFailure());
-                assertThat(trace).as("seed " + SEED + ": " + combination).contains(combination.className() + ".place()");
-                assertThat(problems).as("seed " + SEED + ": " + combination + " failed with: " + firstLines(trace))
-                        .anyMatch(trace::contains);
-            });
+                assertThat(trace).as(combination.toString()).contains(combination.className() + ".place()");
+                assertThat(problems).as(combination + " failed with: " + firstLines(trace)).anyMatch(trace::contains);
+            }));
         }
         ApplicationContextRunner all = runner(generated);
         for (Combination combination : valid) {
             all = all.withBean(classes.get(combination.className()));
         }
         all.run(context -> {
-            assertThat(context).as("seed " + SEED + ": the valid combinations " + valid).hasNotFailed();
+            if (context.getStartupFailure() != null) {
+                // one of them was refused: find which, each in a context of its own
+                for (Combination combination : valid) {
+                    runner(generated).withBean(classes.get(combination.className())).run(single -> collect(failures,
+                            () -> assertThat(single).as(combination + " is valid and must start").hasNotFailed()));
+                }
+                return;
+            }
             for (Combination combination : valid) {
-                Object bean = context.getBean(classes.get(combination.className()));
-                Method place = bean.getClass().getMethod("place", String.class);
-                String simple = combination.className().substring(4);
-                int before = BodyCounter.runs(simple);
-                Object value;
-                try {
-                    value = settle(place.invoke(bean, "x" + combination.index()));
-                }
-                catch (Throwable ex) {
-                    throw new AssertionError("seed " + SEED + ": " + combination + " was accepted at startup but "
-                            + "failed at the call: " + ex, ex);
-                }
-                assertThat(BodyCounter.runs(simple)).as("seed " + SEED + ": " + combination + " ran").isEqualTo(before + 1);
-                if (!combination.returns().equals("void")) {
-                    assertThat(value).as(combination.toString()).isIn("ran", 1, Optional.of("ran"), List.of("ran"));
-                }
-                boolean holds = combination.hold() != 0 || !combination.holdString().isEmpty();
-                if (!holds) {
-                    String prefix = "lock:" + (combination.key().startsWith("{") ? "a:" : "k:") + "x" + combination.index();
-                    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(keysLike(prefix))
-                            .as("seed " + SEED + ": " + combination + " released").isEmpty());
-                }
+                collect(failures, () -> worksAtTheCall(context.getBean(classes.get(combination.className())), combination));
             }
         });
+        assertThat(failures).as("seed " + SEED + ": combinations where the annotation path and the model disagree")
+                .isEmpty();
+    }
+
+    interface Check {
+        void run() throws Exception;
+    }
+
+    private static void collect(List<String> failures, Check check) {
+        try {
+            check.run();
+        }
+        catch (Throwable failure) {
+            failures.add(failure.getMessage());
+        }
+    }
+
+    /** The valid combination runs its body once, returns what the body returned and leaves nothing held. */
+    private static void worksAtTheCall(Object bean, Combination combination) throws Exception {
+        Method place = bean.getClass().getMethod("place", String.class);
+        String simple = combination.className().substring(4);
+        int before = BodyCounter.runs(simple);
+        Object value;
+        try {
+            value = settle(place.invoke(bean, "x" + combination.index()));
+        }
+        catch (Throwable ex) {
+            Throwable cause = (ex instanceof java.lang.reflect.InvocationTargetException invocation)
+                    ? invocation.getTargetException() : ex;
+            throw new AssertionError(combination + " was accepted at startup but failed at the call: " + cause, cause);
+        }
+        assertThat(BodyCounter.runs(simple)).as(combination + " ran").isEqualTo(before + 1);
+        if (!combination.returns().equals("void")) {
+            assertThat(value).as(combination.toString()).isIn("ran", 1, Optional.of("ran"), List.of("ran"));
+        }
+        boolean holds = combination.hold() != 0 || !combination.holdString().isEmpty();
+        if (!holds) {
+            String prefix = "lock:" + (combination.key().startsWith("{") ? "a:" : "k:") + "x" + combination.index();
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(keysLike(prefix))
+                    .as(combination + " released").isEmpty());
+        }
     }
 
     /** Keys of {@code prefix} that hold something: a fencing counter stays behind with an expiry, and is no lock. */
