@@ -133,6 +133,11 @@ class AnnotatedCallsFollowTheModelTest extends RedisIntegrationTest {
             new Entry("writeFenced", Shape.SYNC, WhenHeld.THROW, "rw:", Palette::writeFenced),
             new Entry("read", Shape.SYNC, WhenHeld.THROW, "rw:", 1, Palette::read, Palette::writeFenced),
             new Entry("skip", Shape.SYNC, WhenHeld.SKIP, "skip:", Palette::skip),
+            new Entry("fairForever", Shape.SYNC, WhenHeld.THROW, "fairever:", Palette::fairForever),
+            new Entry("reentrantForever", Shape.SYNC, WhenHeld.THROW, "reever:", Palette::reentrantForever),
+            new Entry("writeForever", Shape.SYNC, WhenHeld.THROW, "rwever:", Palette::writeForever),
+            new Entry("permitsForever", Shape.SYNC, WhenHeld.THROW, "semever:", 2, Palette::permitsForever,
+                    Palette::permitsForever),
             new Entry("skipOptional", Shape.SYNC, WhenHeld.SKIP, "opt:", Palette::skipOptional),
             new Entry("withFallback", Shape.SYNC, WhenHeld.FALLBACK, "fb:", Palette::withFallback),
             new Entry("permits", Shape.SYNC, WhenHeld.THROW, "sem:", 2, Palette::permits, Palette::permits),
@@ -166,12 +171,17 @@ class AnnotatedCallsFollowTheModelTest extends RedisIntegrationTest {
             : java.util.Arrays.stream(System.getProperty("distlock.generated.scenarios").split(","))
                     .map(String::strip).map(Scenario::valueOf).toList();
 
+    /** The palette methods to draw from: all, or those named in {@code distlock.generated.entries}. */
+    static final List<Entry> ENTRIES = System.getProperty("distlock.generated.entries") == null ? PALETTE
+            : PALETTE.stream().filter(e -> List.of(System.getProperty("distlock.generated.entries").split(","))
+                    .contains(e.name())).toList();
+
     static Case generate(Random random, int index) {
         Scenario scenario = SCENARIOS.get(random.nextInt(SCENARIOS.size()));
-        Entry entry = PALETTE.get(random.nextInt(PALETTE.size()));
+        Entry entry = ENTRIES.get(random.nextInt(ENTRIES.size()));
         if (scenario == Scenario.TX_COMMIT || scenario == Scenario.TX_ROLLBACK) {
             // a thread-bound transaction: the shapes whose method runs on the caller's thread
-            List<Entry> inline = PALETTE.stream().filter(e -> e.shape() == Shape.SYNC || e.shape() == Shape.STAGE).toList();
+            List<Entry> inline = ENTRIES.stream().filter(e -> e.shape() == Shape.SYNC || e.shape() == Shape.STAGE).toList();
             entry = inline.get(random.nextInt(inline.size()));
         }
         return new Case(index, scenario, entry, 1 + random.nextInt(3), random.nextBoolean());

@@ -54,11 +54,13 @@ class GeneratedAnnotationsStartOrFailNamingTheMethodTest {
     static final String[] BAD_KEYS = {"'k:' +", "#nope"};
     static final Long[] WAITS = {DistributedLock.DEFAULT, DistributedLock.DEFAULT, 0L, 1L, 250L, Long.MAX_VALUE};
     static final Long[] BAD_WAITS = {-2L, Long.MIN_VALUE};
-    static final String[] WAIT_STRINGS = {"", "", "", "", "", "0", "20ms", "PT0.5S", "${palette.wait}"};
+    static final String[] WAIT_STRINGS = {"", "", "", "", "", "0", "20ms", "PT0.5S", "${palette.wait}",
+            "PT2562047788015215H"};
     static final String[] BAD_WAIT_STRINGS = {"soon", "-1s", "100us", "${palette.nowhere}"};
     static final Long[] LEASES = {DistributedLock.DEFAULT, DistributedLock.DEFAULT, 0L, 5000L, Long.MAX_VALUE};
     static final Long[] BAD_LEASES = {-3L};
-    static final String[] LEASE_STRINGS = {"", "", "", "", "", "0", "10s", "PT1M", "${palette.lease}"};
+    static final String[] LEASE_STRINGS = {"", "", "", "", "", "0", "10s", "PT1M", "${palette.lease}",
+            "PT2562047788015215H"};
     static final String[] BAD_LEASE_STRINGS = {"abc", "PT-1S"};
     static final Long[] HOLDS = {0L, 0L, 0L, 0L, 1L, 10L};
     static final Long[] BAD_HOLDS = {-1L};

@@ -74,6 +74,29 @@ public class Palette {
         return body("read", "rw:" + k, Kind.SHARED, mode, false, true);
     }
 
+    /** "Keep it until I'm done": the largest lease each form can say. */
+    @DistributedLock(key = "'fairever:' + #k", type = LockType.FAIR, waitTime = 0, leaseTime = Long.MAX_VALUE)
+    public String fairForever(String k, Mode mode) {
+        return body("fairForever", "fairever:" + k, Kind.EXCLUSIVE, mode, false, true);
+    }
+
+    @DistributedLock(key = "'reever:' + #k", waitTime = 0, leaseTime = Long.MAX_VALUE, timeUnit = TimeUnit.DAYS,
+            fenced = true)
+    public String reentrantForever(String k, Mode mode) {
+        return body("reentrantForever", "reever:" + k, Kind.EXCLUSIVE, mode, true, true);
+    }
+
+    @DistributedLock(key = "'rwever:' + #k", type = LockType.WRITE, waitTime = 0, leaseTime = Long.MAX_VALUE,
+            timeUnit = TimeUnit.SECONDS)
+    public String writeForever(String k, Mode mode) {
+        return body("writeForever", "rwever:" + k, Kind.EXCLUSIVE, mode, false, true);
+    }
+
+    @DistributedLock(key = "'semever:' + #k", permits = 2, waitTime = 0, leaseTimeString = "PT2562047788015215H")
+    public String permitsForever(String k, Mode mode) {
+        return body("permitsForever", "semever:" + k, Kind.PERMITS_2, mode, false, false);
+    }
+
     @DistributedLock(key = "'skip:' + #k", skipIfLocked = true, waitTime = 0, holdAtLeast = 20)
     public String skip(String k, Mode mode) {
         return body("skip", "skip:" + k, Kind.EXCLUSIVE, mode, false, true);
