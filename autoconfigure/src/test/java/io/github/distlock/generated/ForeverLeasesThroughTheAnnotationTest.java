@@ -24,7 +24,8 @@ import static org.awaitility.Awaitility.await;
  * "Keep it until I'm done" written as the largest lease an annotation can say: the lock excludes a second caller for
  * as long as the first holds it, and an accepted lease never fails the call. Shrunk from the generated calls
  * ({@link AnnotatedCallsFollowTheModelTest}, seed 5): case #3 CONTENDED fairForever saw two holders at once, case #20
- * FREE permitsForever failed with {@code ArithmeticException: long overflow}.
+ * FREE permitsForever failed with {@code ArithmeticException: long overflow}; from the generated annotations (seed
+ * 20261127, gen.Locked4) the same overflow for the largest wait string.
  */
 @SpringBootTest(classes = {LockTestApplication.class, ForeverLeasesThroughTheAnnotationTest.Config.class})
 class ForeverLeasesThroughTheAnnotationTest extends RedisIntegrationTest {
@@ -56,9 +57,10 @@ class ForeverLeasesThroughTheAnnotationTest extends RedisIntegrationTest {
     }
 
     @Test
-    void theLargestDurationStringAcceptedAtStartupWorksAtTheCall() {
+    void theLargestDurationStringsAcceptedAtStartupWorkAtTheCall() {
         assertThat(forever.largestLeaseString()).isEqualTo("ran");
         assertThat(forever.largestLeaseStringWithPermits()).isEqualTo("ran");
+        assertThat(forever.largestWaitString()).isEqualTo("ran");
         await().atMost(Duration.ofSeconds(10)).until(() -> redisCommands.keys("*forever-string*").isEmpty());
     }
 
@@ -78,6 +80,11 @@ class ForeverLeasesThroughTheAnnotationTest extends RedisIntegrationTest {
         /** About 292 471 208 677 years: the largest {@code Duration} a lease string can reach in whole hours. */
         @DistributedLock(key = "'forever-string'", waitTime = 0, leaseTimeString = "PT2562047788015215H")
         public String largestLeaseString() {
+            return "ran";
+        }
+
+        @DistributedLock(key = "'forever-string-wait'", waitTimeString = "PT2562047788015215H")
+        public String largestWaitString() {
             return "ran";
         }
 

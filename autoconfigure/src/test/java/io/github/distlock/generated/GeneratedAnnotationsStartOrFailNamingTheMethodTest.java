@@ -43,7 +43,7 @@ class GeneratedAnnotationsStartOrFailNamingTheMethodTest {
     static final RedisServerExtension redis = new RedisServerExtension();
 
     static final long SEED = AnnotatedCallsFollowTheModelTest.SEED;
-    static final int COUNT = Integer.getInteger("distlock.generated.annotations", 40);
+    static final int COUNT = Integer.getInteger("distlock.generated.annotations", 30);
 
     static final int FAULT = 12;
     static final String[] RETURNS = {"String", "int", "void", "java.util.concurrent.CompletableFuture<String>",
