@@ -200,7 +200,7 @@ public class LockOperationSource {
      */
     private Duration time(String attribute, long number, long unset, String text, TimeUnit unit, Duration fallback) {
         if (text.isEmpty()) {
-            return (number == unset && unset == 0) ? null : time(attribute, number, unit, fallback);
+            return (number == unset && unset == 0) ? null : time(attribute, number, unset, unit, fallback);
         }
         if (number != unset) {
             throw new LockAnnotationException(attribute + " = " + number + " and " + attribute + "String = \"" + text
@@ -226,12 +226,17 @@ public class LockOperationSource {
         return duration;
     }
 
-    private static Duration time(String attribute, long value, TimeUnit unit, Duration fallback) {
-        if (value == DistributedLock.DEFAULT) {
+    private static Duration time(String attribute, long value, long unset, TimeUnit unit, Duration fallback) {
+        // DEFAULT (-1) means "the configured default" only where it is the attribute's own default (wait and lease);
+        // holdAtLeast has none, so -1 there is a negative hold like any other
+        if (value == unset && unset == DistributedLock.DEFAULT) {
             return fallback;
         }
         if (value < 0) {
-            throw new LockAnnotationException(attribute + " must be >= 0 (or DistributedLock.DEFAULT), was " + value, "Use a value >= 0, or leave the attribute out for the configured default");
+            throw new LockAnnotationException(attribute + " must be >= 0" + ((unset == DistributedLock.DEFAULT)
+                    ? " (or DistributedLock.DEFAULT)" : "") + ", was " + value, (unset == DistributedLock.DEFAULT)
+                    ? "Use a value >= 0, or leave the attribute out for the configured default"
+                    : "Use a value >= 0, or leave the attribute out for none");
         }
         // saturating: Long.MAX_VALUE of any unit is FOR_EVER, never an overflow
         Duration time = LockDurations.toDuration(value, unit);

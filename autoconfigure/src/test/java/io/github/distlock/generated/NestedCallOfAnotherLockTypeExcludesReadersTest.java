@@ -7,7 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.distlock.DistributedLock;
-import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.NestedLockException;
 import io.github.distlock.LockType;
 import io.github.distlock.it.LockTestApplication;
 import io.github.distlock.it.RedisIntegrationTest;
@@ -57,7 +57,7 @@ class NestedCallOfAnotherLockTypeExcludesReadersTest extends RedisIntegrationTes
         int writesBefore = inner.writes();
         try {
             assertThatThrownBy(outerCall::run)
-                    .isInstanceOfAny(LockAcquisitionException.class, IllegalStateException.class)
+                    .isInstanceOf(NestedLockException.class)
                     .hasMessageContaining("'lock:shared-key'");
             assertThat(inner.writes()).as("the nested WRITE body ran beside a reader").isEqualTo(writesBefore);
         }
