@@ -1,0 +1,294 @@
+package io.github.distlock.idempotent;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+import javax.sql.DataSource;
+
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.annotation.Propagation;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.interceptor.TransactionAspectSupport;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * One instance of a payment application for the tests of {@link Idempotent} inside transactions: its own Spring
+ * context, Redis client and connection pool, on the Redis server and the database it shares with other instances.
+ * The probes the tests trust are kept outside the library: a count of body runs per request id (shared by the
+ * instances of one JVM, as one count per request) and the rows of the {@code payment} table.
+ */
+final class PaymentsApplication implements AutoCloseable {
+
+    /** Body runs per request id, across instances. */
+    static final Map<String, AtomicInteger> RUNS = new ConcurrentHashMap<>();
+
+    private final ConfigurableApplicationContext context;
+
+    PaymentsApplication(String redisUri, String jdbcUrl, String... properties) {
+        String[] all = new String[properties.length + 3];
+        all[0] = "redis.uri=" + redisUri;
+        all[1] = "payments.jdbc-url=" + jdbcUrl;
+        all[2] = "spring.main.banner-mode=off";
+        System.arraycopy(properties, 0, all, 3, properties.length);
+        context = new SpringApplicationBuilder(Application.class).web(WebApplicationType.NONE).properties(all).run();
+        jdbc().execute("CREATE TABLE IF NOT EXISTS payment (request_id VARCHAR(200) NOT NULL, amount DECIMAL(19, 4), "
+                + "note VARCHAR(200), run INT NOT NULL)");
+    }
+
+    Payments payments() {
+        return context.getBean(Payments.class);
+    }
+
+    Checkout checkout() {
+        return context.getBean(Checkout.class);
+    }
+
+    FaultyStore store() {
+        return context.getBean(FaultyStore.class);
+    }
+
+    RedissonClient redisson() {
+        return context.getBean(RedissonClient.class);
+    }
+
+    JdbcTemplate jdbc() {
+        return context.getBean(JdbcTemplate.class);
+    }
+
+    /** Rows the body of {@code requestId} left in the database. */
+    int rows(String requestId) {
+        return jdbc().queryForObject("SELECT COUNT(*) FROM payment WHERE request_id = ?", Integer.class, requestId);
+    }
+
+    static int runs(String requestId) {
+        AtomicInteger runs = RUNS.get(requestId);
+        return (runs != null) ? runs.get() : 0;
+    }
+
+    boolean exists(String redisKey) {
+        return redisson().getKeys().countExists(redisKey) == 1;
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+
+    /** What a payment callback carries; its text leaves out all but the id, as a log-friendly toString often does. */
+    record PaymentRequest(String id, BigDecimal amount, Map<String, String> details, String note) {
+
+        @Override
+        public String toString() {
+            return "PaymentRequest[" + id + "]";
+        }
+    }
+
+    /** What a settled payment returns: {@code run} is the body run that produced it. */
+    record Receipt(String requestId, long cents, int run) {
+    }
+
+    /** A final outcome: stored, duplicates get {@link DuplicateRequestException}. */
+    static final class DeclinedException extends RuntimeException {
+
+        DeclinedException(String message) {
+            super(message);
+        }
+    }
+
+    /** The payment service: {@code @Idempotent}, inserting a row in whatever transaction is active. */
+    static class Payments {
+
+        private final JdbcTemplate jdbc;
+
+        /** Failures the body throws for a request id, once. */
+        final Map<String, RuntimeException> failNext = new ConcurrentHashMap<>();
+
+        Payments(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @Idempotent(key = "'pay:' + #request.id", fingerprint = "#request", storeFailureFor = DeclinedException.class)
+        public Receipt settle(PaymentRequest request) {
+            return run(request);
+        }
+
+        @Idempotent(key = "'pay:' + #request.id", fingerprint = "#request", storeFailureFor = DeclinedException.class,
+                whileRunning = WhileRunning.REFUSE)
+        public Receipt settleRefusing(PaymentRequest request) {
+            return run(request);
+        }
+
+        @Idempotent(key = "'pay:' + #request.id", fingerprint = "#request", storeFailureFor = DeclinedException.class)
+        @Transactional(propagation = Propagation.REQUIRES_NEW)
+        public Receipt settleInOwnTransaction(PaymentRequest request) {
+            return run(request);
+        }
+
+        private Receipt run(PaymentRequest request) {
+            int run = RUNS.computeIfAbsent(request.id(), id -> new AtomicInteger()).incrementAndGet();
+            RuntimeException failure = failNext.remove(request.id());
+            if (failure != null) {
+                throw failure;
+            }
+            jdbc.update("INSERT INTO payment (request_id, amount, note, run) VALUES (?, ?, ?, ?)", request.id(),
+                    request.amount(), request.note(), run);
+            return new Receipt(request.id(), (request.amount() != null) ? request.amount().movePointRight(2).longValue() : 0, run);
+        }
+    }
+
+    /** The caller: its own transaction around the idempotent call, and what it does after the call returned. */
+    static class Checkout {
+
+        /** What happens inside the caller's transaction after the idempotent call returned. */
+        enum After {
+            COMMIT, THROW, SET_ROLLBACK_ONLY, FAIL_COMMIT
+        }
+
+        @Transactional
+        public Receipt pay(Payments payments, PaymentRequest request, After after, Runnable beforeCommit) {
+            Receipt receipt = payments.settle(request);
+            beforeCommit.run();
+            switch (after) {
+                case THROW -> throw new IllegalStateException("checkout of " + request.id() + " failed after paying");
+                case SET_ROLLBACK_ONLY -> TransactionAspectSupport.currentTransactionStatus().setRollbackOnly();
+                case FAIL_COMMIT -> TransactionSynchronizationManager.registerSynchronization(
+                        new TransactionSynchronization() {
+                            @Override
+                            public void beforeCommit(boolean readOnly) {
+                                throw new IllegalStateException("commit of " + request.id() + " failed");
+                            }
+                        });
+                case COMMIT -> {
+                }
+            }
+            return receipt;
+        }
+
+        @Transactional
+        public Receipt payTwice(Payments payments, PaymentRequest request) {
+            Receipt first = payments.settle(request);
+            Receipt second = payments.settle(request);
+            if (!first.equals(second)) {
+                throw new IllegalStateException("second call in one transaction got " + second + ", not " + first);
+            }
+            return second;
+        }
+
+        @Transactional
+        public Receipt payInOwnTransactionThenThrow(Payments payments, PaymentRequest request) {
+            payments.settleInOwnTransaction(request);
+            throw new IllegalStateException("checkout of " + request.id() + " failed after paying");
+        }
+
+        @Transactional
+        public <T> T inTransaction(Supplier<T> work) {
+            return work.get();
+        }
+    }
+
+    /**
+     * The Redis store, with mark writes that fail on demand (Redis unreachable at that moment): the lock and the
+     * reads are the real ones.
+     */
+    static final class FaultyStore implements IdempotencyStore {
+
+        private final RedissonIdempotencyStore redis;
+        final Set<String> failWrites = ConcurrentHashMap.newKeySet();
+
+        FaultyStore(RedissonIdempotencyStore redis) {
+            this.redis = redis;
+        }
+
+        @Override
+        public String get(String key) {
+            return redis.get(key);
+        }
+
+        @Override
+        public void put(String key, String mark, Duration ttl) {
+            fail(key);
+            redis.put(key, mark, ttl);
+        }
+
+        @Override
+        public boolean putIfAbsent(String key, String mark, Duration ttl) {
+            fail(key);
+            return redis.putIfAbsent(key, mark, ttl);
+        }
+
+        private void fail(String key) {
+            if (failWrites.remove(key)) {
+                throw new IllegalStateException("Redis unreachable writing " + key);
+            }
+        }
+
+        @Override
+        public boolean delete(String key) {
+            return redis.delete(key);
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableAutoConfiguration
+    @EnableTransactionManagement
+    static class Application {
+
+        @Bean(destroyMethod = "shutdown")
+        RedissonClient redissonClient(org.springframework.core.env.Environment environment) {
+            Config config = new Config();
+            config.useSingleServer().setAddress(environment.getRequiredProperty("redis.uri"));
+            config.setLockWatchdogTimeout(3000);
+            return Redisson.create(config);
+        }
+
+        @Bean
+        FaultyStore faultyStore(RedissonClient redisson) {
+            return new FaultyStore(new RedissonIdempotencyStore(redisson));
+        }
+
+        @Bean
+        DataSource dataSource(org.springframework.core.env.Environment environment) throws Exception {
+            return new SimpleDriverDataSource(new org.h2.Driver(), environment.getRequiredProperty("payments.jdbc-url"),
+                    "sa", "");
+        }
+
+        @Bean
+        PlatformTransactionManager transactionManager(DataSource dataSource) {
+            return new DataSourceTransactionManager(dataSource);
+        }
+
+        @Bean
+        JdbcTemplate jdbcTemplate(DataSource dataSource) {
+            return new JdbcTemplate(dataSource);
+        }
+
+        @Bean
+        Payments payments(JdbcTemplate jdbc) {
+            return new Payments(jdbc);
+        }
+
+        @Bean
+        Checkout checkout() {
+            return new Checkout();
+        }
+    }
+}
