@@ -207,6 +207,30 @@ class IdempotentMarkFollowsTheCallerTransactionTest {
         }
     }
 
+    @Test
+    void aRedeliveryWithAnotherAmountThatTheRequestTextLeavesOutIsRefusedAsAnotherRequest() {
+        PaymentRequest request = request();
+        Receipt first = a.payments().settle(request);
+        PaymentRequest otherAmount = new PaymentRequest(request.id(), new BigDecimal("99.00"), request.details(),
+                request.note());
+        assertThat(otherAmount.toString()).isEqualTo(request.toString());
+        assertThatThrownBy(() -> b.payments().settle(otherAmount)).isInstanceOf(IdempotencyKeyReusedException.class)
+                .hasMessage("Idempotency key 'pay:" + request.id() + "' was used before for a different request (its "
+                        + "fingerprint differs); use a new key for a new request");
+        // its details reordered and its amount at another scale: the same request, replayed
+        Map<String, String> reordered = new java.util.LinkedHashMap<>();
+        reordered.put("b", "2");
+        reordered.put("a", "1");
+        Map<String, String> ordered = new java.util.TreeMap<>(reordered);
+        PaymentRequest withDetails = new PaymentRequest("p-" + UUID.randomUUID(), new BigDecimal("5.0"), ordered, "x");
+        Receipt paid = a.payments().settle(withDetails);
+        assertThat(b.payments().settle(new PaymentRequest(withDetails.id(), new BigDecimal("5.00"), reordered, "x")))
+                .isEqualTo(paid);
+        assertThat(PaymentsApplication.runs(request.id())).isOne();
+        assertThat(PaymentsApplication.runs(withDetails.id())).isOne();
+        assertThat(first.run()).isOne();
+    }
+
     static PaymentRequest request() {
         return new PaymentRequest("p-" + UUID.randomUUID(), new BigDecimal("12.50"), Map.of("card", "4242"), "n");
     }
