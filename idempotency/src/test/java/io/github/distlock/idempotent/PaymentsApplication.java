@@ -120,7 +120,7 @@ final class PaymentsApplication implements AutoCloseable {
         private final JdbcTemplate jdbc;
 
         /** Failures the body throws for a request id, once. */
-        final Map<String, RuntimeException> failNext = new ConcurrentHashMap<>();
+        private final Map<String, RuntimeException> failNext = new ConcurrentHashMap<>();
 
         Payments(JdbcTemplate jdbc) {
             this.jdbc = jdbc;
@@ -141,6 +141,16 @@ final class PaymentsApplication implements AutoCloseable {
         @Transactional(propagation = Propagation.REQUIRES_NEW)
         public Receipt settleInOwnTransaction(PaymentRequest request) {
             return run(request);
+        }
+
+        /** The next body run for {@code requestId} throws {@code failure} (through the proxy: a method, not a field). */
+        public void failNext(String requestId, RuntimeException failure) {
+            failNext.put(requestId, failure);
+        }
+
+        /** Forgets a failure that no body run used. */
+        public void clearFailure(String requestId) {
+            failNext.remove(requestId);
         }
 
         private Receipt run(PaymentRequest request) {
