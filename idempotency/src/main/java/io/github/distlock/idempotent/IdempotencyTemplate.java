@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockCallback;
-import io.github.distlock.LockContext;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
 import io.github.distlock.LockTemplate;
@@ -181,9 +180,12 @@ public class IdempotencyTemplate {
                     + "lock before that would run the code again. Set distlock.release-after-transaction=true, or call "
                     + "it outside the transaction");
         }
-        if (LockContext.heldKeys().contains(locks.fullKey(LOCK_NAMESPACE + key))) {
-            // a duplicate from inside the call itself (a retry loop, an in-process callback): the lock would let it in
-            // (re-entry) before any mark exists, and waiting would wait for itself
+        String lockKey = locks.fullKey(LOCK_NAMESPACE + key);
+        if (Unsettled.contains(lockKey)) {
+            // a duplicate from inside the call itself (a retry loop, an in-process callback), or from a transaction
+            // nested in the one whose commit the mark waits for: the lock would let it in (re-entry) before any mark
+            // exists, and waiting would wait for itself. (A lock this thread still holds only because its release
+            // waits for the transaction's end, after a call that failed, is no reason to refuse: the key is new again.)
             throw new RequestInProgressException(key, Duration.ZERO, null);
         }
         // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
@@ -205,7 +207,18 @@ public class IdempotencyTemplate {
                 if (current != null) {
                     return replay(key, current, fingerprint, type);
                 }
-                return runAndMark(key, markKey, options, fingerprint, type, followTransaction, callback);
+                Unsettled.add(lockKey);
+                boolean markPending = false;
+                try {
+                    T result = runAndMark(key, markKey, options, fingerprint, type, followTransaction, lockKey, callback);
+                    markPending = followTransaction;
+                    return result;
+                }
+                finally {
+                    if (!markPending) {
+                        Unsettled.remove(lockKey);
+                    }
+                }
             });
         }
         catch (LockAcquisitionException ex) {
@@ -236,7 +249,8 @@ public class IdempotencyTemplate {
     }
 
     private <T, E extends Throwable> T runAndMark(String key, String markKey, IdempotencyOptions options,
-            String fingerprint, JavaType type, boolean followTransaction, LockCallback<T, E> callback) throws E {
+            String fingerprint, JavaType type, boolean followTransaction, String lockKey, LockCallback<T, E> callback)
+            throws E {
         T result;
         try {
             result = callback.doInLock();
@@ -282,7 +296,7 @@ public class IdempotencyTemplate {
             // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
             // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
             // duplicate arriving before the commit waits, then reads the mark written here after the commit
-            PendingMarks.add(this, key, markKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl());
         }
         else {
             store(key, markKey, text, options.ttl());
@@ -428,7 +442,7 @@ public class IdempotencyTemplate {
         private final IdempotencyTemplate template;
         private final java.util.Map<String, Pending> marks = new java.util.LinkedHashMap<>();
 
-        private record Pending(String key, String mark, Duration ttl) {
+        private record Pending(String key, String lockKey, String mark, Duration ttl) {
         }
 
         private PendingMarks(IdempotencyTemplate template) {
@@ -436,7 +450,12 @@ public class IdempotencyTemplate {
         }
 
         static boolean transactionActive() {
-            return org.springframework.transaction.support.TransactionSynchronizationManager.isSynchronizationActive();
+            // an actual transaction, not a synchronization scope without one (SUPPORTS outside a transaction): there the
+            // code's writes are committed as they happen, and a mark dropped at the scope's "rollback" would let a
+            // duplicate repeat them
+            return org.springframework.transaction.support.TransactionSynchronizationManager.isSynchronizationActive()
+                    && org.springframework.transaction.support.TransactionSynchronizationManager
+                            .isActualTransactionActive();
         }
 
         /** The mark of {@code markKey} the thread's transaction will write, or {@code null}. */
@@ -450,7 +469,8 @@ public class IdempotencyTemplate {
             return (mark != null) ? mark.mark() : null;
         }
 
-        static void add(IdempotencyTemplate template, String key, String markKey, String mark, Duration ttl) {
+        static void add(IdempotencyTemplate template, String key, String markKey, String lockKey, String mark,
+                Duration ttl) {
             PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
                     .getResource(template);
             if (pending == null) {
@@ -460,7 +480,7 @@ public class IdempotencyTemplate {
                 org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
                         pending);
             }
-            pending.marks.putIfAbsent(markKey, new Pending(key, mark, ttl));
+            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl));
         }
 
         /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
@@ -474,18 +494,26 @@ public class IdempotencyTemplate {
             org.springframework.transaction.support.TransactionSynchronizationManager.bindResource(template, this);
         }
 
-        @Override
-        public void afterCommit() {
-            for (java.util.Map.Entry<String, Pending> entry : marks.entrySet()) {
-                // never throws: the transaction has committed, and the caller must see that outcome
-                template.store(entry.getValue().key(), entry.getKey(), entry.getValue().mark(), entry.getValue().ttl());
-            }
-        }
-
+        /**
+         * Writes the marks of a commit here rather than in {@code afterCommit}: Spring stops calling
+         * {@code afterCommit} callbacks at the first that throws (another library's, say), while every
+         * {@code afterCompletion} is called. Registered during the call, this runs before the lock's own completion
+         * callback (registered when the call returned), so the mark exists before a duplicate can take the lock.
+         */
         @Override
         public void afterCompletion(int status) {
             org.springframework.transaction.support.TransactionSynchronizationManager.unbindResourceIfPossible(template);
-            if (status == STATUS_UNKNOWN && !marks.isEmpty()) {
+            for (Pending pending : marks.values()) {
+                Unsettled.remove(pending.lockKey());
+            }
+            if (status == STATUS_COMMITTED) {
+                for (java.util.Map.Entry<String, Pending> entry : marks.entrySet()) {
+                    // never throws: the transaction has committed, and the caller must see that outcome
+                    template.store(entry.getValue().key(), entry.getKey(), entry.getValue().mark(),
+                            entry.getValue().ttl());
+                }
+            }
+            else if (status == STATUS_UNKNOWN && !marks.isEmpty()) {
                 logger.warn("Transaction of idempotent calls " + keys() + " ended in an unknown state (its commit "
                         + "failed midway): their marks are not stored, so a duplicate runs again; only a unique "
                         + "constraint in the database tells whether the first call's work was committed");
@@ -497,6 +525,32 @@ public class IdempotencyTemplate {
 
         private java.util.List<String> keys() {
             return marks.values().stream().map(Pending::key).toList();
+        }
+    }
+
+    /**
+     * The lock keys of idempotent calls on this thread whose outcome is not settled: running, or returned with their
+     * mark waiting for the commit of a transaction (the current one or one suspended by a nested transaction).
+     */
+    private static final class Unsettled {
+
+        private static final ThreadLocal<java.util.Map<String, Integer>> KEYS = ThreadLocal.withInitial(
+                java.util.HashMap::new);
+
+        static boolean contains(String lockKey) {
+            return KEYS.get().containsKey(lockKey);
+        }
+
+        static void add(String lockKey) {
+            KEYS.get().merge(lockKey, 1, Integer::sum);
+        }
+
+        static void remove(String lockKey) {
+            java.util.Map<String, Integer> keys = KEYS.get();
+            keys.computeIfPresent(lockKey, (key, count) -> (count > 1) ? count - 1 : null);
+            if (keys.isEmpty()) {
+                KEYS.remove();
+            }
         }
     }
 }

@@ -162,7 +162,7 @@ public class IdempotentOperationSource {
 
         static boolean joinsCaller(Method method, Class<?> targetClass) {
             org.springframework.transaction.interceptor.TransactionAttribute attribute =
-                    new org.springframework.transaction.annotation.AnnotationTransactionAttributeSource()
+                    new org.springframework.transaction.annotation.AnnotationTransactionAttributeSource(false)
                             .getTransactionAttribute(method, targetClass);
             if (attribute == null) {
                 return true;

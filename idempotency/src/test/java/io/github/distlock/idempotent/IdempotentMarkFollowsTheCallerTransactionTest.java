@@ -231,6 +231,44 @@ class IdempotentMarkFollowsTheCallerTransactionTest {
         assertThat(first.run()).isOne();
     }
 
+    @Test
+    void aRetryInTheSameTransactionAfterAFailedCallRuns() {
+        PaymentRequest request = request();
+        a.payments().failNext(request.id(), new IllegalStateException("card network timed out"));
+        Receipt receipt = a.checkout().payRetrying(a.payments(), request);
+        assertThat(receipt.run()).isEqualTo(2);
+        assertThat(PaymentsApplication.runs(request.id())).isEqualTo(2);
+        assertThat(a.rows(request.id())).isOne();
+        assertThat(a.exists(markKey(request))).isTrue();
+        assertThat(b.payments().settle(request)).isEqualTo(receipt);
+    }
+
+    @Test
+    void aCommittedCallStoresItsMarkEvenWhenAnotherAfterCommitCallbackFails() {
+        PaymentRequest request = request();
+        assertThatThrownBy(() -> a.checkout().payBesideAFailingAfterCommit(a.payments(), request))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("afterCommit of another library failed for " + request.id());
+        assertThat(a.rows(request.id())).as("rows: the transaction committed").isOne();
+        assertThat(a.exists(markKey(request))).as("mark of the committed call").isTrue();
+        assertThat(b.payments().settle(request).run()).isOne();
+        assertThat(PaymentsApplication.runs(request.id())).isOne();
+        assertThat(a.exists(lockKey(request))).isFalse();
+    }
+
+    @Test
+    void aCallInASynchronizationScopeWithoutATransactionIsMarkedWhenItReturns() {
+        PaymentRequest request = request();
+        assertThatThrownBy(() -> a.checkout().payWithoutTransactionThenThrow(a.payments(), request))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("checkout of " + request.id() + " failed after paying");
+        // no transaction: the row was committed by the insert itself, so the mark must stay
+        assertThat(a.rows(request.id())).isOne();
+        assertThat(a.exists(markKey(request))).as("mark of the committed work").isTrue();
+        assertThat(b.payments().settle(request).run()).isOne();
+        assertThat(a.rows(request.id())).isOne();
+    }
+
     static PaymentRequest request() {
         return new PaymentRequest("p-" + UUID.randomUUID(), new BigDecimal("12.50"), Map.of("card", "4242"), "n");
     }

@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -209,9 +208,34 @@ final class PaymentsApplication implements AutoCloseable {
             throw new IllegalStateException("checkout of " + request.id() + " failed after paying");
         }
 
+        /** A retry loop inside one transaction: a failed call is tried once more. */
         @Transactional
-        public <T> T inTransaction(Supplier<T> work) {
-            return work.get();
+        public Receipt payRetrying(Payments payments, PaymentRequest request) {
+            try {
+                return payments.settle(request);
+            }
+            catch (IllegalStateException firstFailed) {
+                return payments.settle(request);
+            }
+        }
+
+        /** Another library's callback, registered before the call, whose afterCommit fails. */
+        @Transactional
+        public Receipt payBesideAFailingAfterCommit(Payments payments, PaymentRequest request) {
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void afterCommit() {
+                    throw new IllegalStateException("afterCommit of another library failed for " + request.id());
+                }
+            });
+            return payments.settle(request);
+        }
+
+        /** A synchronization scope without a transaction: the body's writes commit as they happen. */
+        @Transactional(propagation = Propagation.SUPPORTS)
+        public Receipt payWithoutTransactionThenThrow(Payments payments, PaymentRequest request) {
+            payments.settle(request);
+            throw new IllegalStateException("checkout of " + request.id() + " failed after paying");
         }
     }
 
