@@ -33,7 +33,9 @@ import static org.awaitility.Awaitility.await;
 /**
  * Generated sequences of payment callbacks against a reference model of {@link Idempotent}: two application instances
  * on one redis-server and one H2 database, callers with and without their own transaction (committing, throwing after
- * the call, marked rollback-only, failing at commit, a method with its own {@code REQUIRES_NEW}), failures at every
+ * the call, marked rollback-only, failing at commit, a method with its own {@code REQUIRES_NEW}, a {@code SUPPORTS}
+ * scope without a transaction, a retry inside the transaction, another callback failing after the commit), failures
+ * at every
  * step (the body, a final "declined" failure, the mark write after the commit), duplicates from the other instance
  * before the commit, the same request twice in one transaction, and replays whose details map is reordered, whose
  * amount has another scale, or whose amount or note (left out of the request's {@code toString()}) differ.
@@ -75,7 +77,13 @@ class IdempotentGeneratedScenariosTest {
         /** Its commit fails (a beforeCommit callback throws): the transaction rolls back. */
         COMMIT_FAILS,
         /** The method has its own REQUIRES_NEW transaction; the caller's throws after it returned. */
-        OWN_TRANSACTION_THEN_THROW;
+        OWN_TRANSACTION_THEN_THROW,
+        /** A SUPPORTS scope without a transaction (writes commit as they happen) that throws after the call. */
+        SCOPE_WITHOUT_TRANSACTION_THEN_THROW,
+        /** A transaction that retries a call failing with IllegalStateException once, then commits. */
+        RETRY_IN_TRANSACTION,
+        /** A transaction beside another library's afterCommit callback that fails (after the commit). */
+        BESIDE_FAILING_AFTER_COMMIT;
 
         boolean hook() {
             return this == COMMIT || this == THROW_AFTER || this == ROLLBACK_ONLY || this == COMMIT_FAILS;
@@ -136,8 +144,15 @@ class IdempotentGeneratedScenariosTest {
                 : "random".equals(seedProperty) ? new Random().nextLong() : Long.parseLong(seedProperty);
         int tries = Integer.getInteger("distlock.idempotency.generated.tries", DEFAULT_TRIES);
         Random random = new Random(seed);
+        // printed so that a failure of a random run can be replayed
+        System.out.println("IdempotentGeneratedScenariosTest: seed " + seed + ", " + tries + " sequences");
+        Map<String, Integer> coverage = new java.util.TreeMap<>();
         for (int i = 0; i < tries; i++) {
             List<Step> steps = generate(random);
+            steps.forEach(step -> {
+                coverage.merge(step.caller().name(), 1, Integer::sum);
+                coverage.merge(step.fault().name(), 1, Integer::sum);
+            });
             String failure = failure(steps);
             if (failure != null) {
                 List<Step> shrunk = shrink(steps);
@@ -145,6 +160,10 @@ class IdempotentGeneratedScenariosTest {
                         + seed + ") breaks the model: " + failure + "\n  sequence: " + steps + "\n  shrunk to: "
                         + shrunk + "\n  which fails with: " + failure(shrunk));
             }
+        }
+        System.out.println("IdempotentGeneratedScenariosTest: steps per caller and fault " + coverage);
+        for (Caller caller : Caller.values()) {
+            assertThat(coverage).as("sequences cover every caller").containsKey(caller.name());
         }
     }
 
@@ -178,6 +197,29 @@ class IdempotentGeneratedScenariosTest {
         assertThat(failure(List.of(
                 new Step(0, 0, base(), Caller.NONE, Fault.NONE, false, false),
                 new Step(1, 0, new Payload(9900, "n", 0, false), Caller.NONE, Fault.NONE, false, false)))).isNull();
+    }
+
+    /** A SUPPORTS scope has no transaction to wait for: the body's committed work is marked when it returns. */
+    @Test
+    void aScopeWithoutATransactionKeepsTheMarkOfCommittedWork() {
+        assertThat(failure(List.of(
+                new Step(0, 0, base(), Caller.SCOPE_WITHOUT_TRANSACTION_THEN_THROW, Fault.NONE, false, false),
+                new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
+    }
+
+    /** A retry after a failed call in the same transaction runs, not refused as still running. */
+    @Test
+    void aRetryInTheTransactionAfterAFailureRuns() {
+        assertThat(failure(List.of(
+                new Step(0, 0, base(), Caller.RETRY_IN_TRANSACTION, Fault.BODY_FAILS, false, false)))).isNull();
+    }
+
+    /** Another callback failing after the commit does not keep the committed call's mark from being stored. */
+    @Test
+    void theMarkOfACommittedCallSurvivesAnotherFailingAfterCommit() {
+        assertThat(failure(List.of(
+                new Step(0, 0, base(), Caller.BESIDE_FAILING_AFTER_COMMIT, Fault.NONE, false, false),
+                new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
 
     // ------------------------------------------------------------ generation and shrinking
@@ -334,6 +376,15 @@ class IdempotentGeneratedScenariosTest {
                     case BODY_FAILS -> {
                         expectedCall = Outcome.threw(IllegalStateException.class, "body of " + id + " failed");
                         expectedCaller = expectedCall;
+                        if (step.caller() == Caller.RETRY_IN_TRANSACTION) {
+                            // the retry in the same transaction runs again, succeeds, and commits
+                            state.runs++;
+                            Receipt receipt = new Receipt(id, step.payload().cents(), state.runs);
+                            expectedCaller = Outcome.of(receipt);
+                            state.rows++;
+                            state.storedFor = step.payload();
+                            state.storedReceipt = receipt;
+                        }
                     }
                     case BODY_DECLINED -> {
                         expectedCall = Outcome.threw(DeclinedException.class, "declined " + id);
@@ -346,8 +397,11 @@ class IdempotentGeneratedScenariosTest {
                         Receipt receipt = new Receipt(id, step.payload().cents(), state.runs);
                         expectedCall = Outcome.of(receipt);
                         expectedCaller = afterCall(step, id, expectedCall);
-                        boolean committed = step.caller() == Caller.NONE || step.caller() == Caller.COMMIT
-                                || step.caller() == Caller.OWN_TRANSACTION_THEN_THROW;
+                        boolean committed = switch (step.caller()) {
+                            case NONE, COMMIT, OWN_TRANSACTION_THEN_THROW, SCOPE_WITHOUT_TRANSACTION_THEN_THROW,
+                                    RETRY_IN_TRANSACTION, BESIDE_FAILING_AFTER_COMMIT -> true;
+                            case THROW_AFTER, ROLLBACK_ONLY, COMMIT_FAILS -> false;
+                        };
                         if (committed) {
                             state.rows++;
                             if (step.fault() != Fault.MARK_WRITE_FAILS) {
@@ -437,9 +491,11 @@ class IdempotentGeneratedScenariosTest {
     /** What the caller gets when the idempotent call gave {@code call}. */
     private static Outcome afterCall(Step step, String id, Outcome call) {
         return switch (step.caller()) {
-            case NONE, COMMIT, ROLLBACK_ONLY -> call;
-            case THROW_AFTER, OWN_TRANSACTION_THEN_THROW -> Outcome.threw(IllegalStateException.class, "checkout of "
-                    + id + " failed after paying");
+            case NONE, COMMIT, ROLLBACK_ONLY, RETRY_IN_TRANSACTION -> call;
+            case THROW_AFTER, OWN_TRANSACTION_THEN_THROW, SCOPE_WITHOUT_TRANSACTION_THEN_THROW -> Outcome.threw(
+                    IllegalStateException.class, "checkout of " + id + " failed after paying");
+            case BESIDE_FAILING_AFTER_COMMIT -> Outcome.threw(IllegalStateException.class, "afterCommit of another "
+                    + "library failed for " + id);
             case COMMIT_FAILS -> Outcome.threw(IllegalStateException.class, "commit of " + id + " failed");
         };
     }
@@ -467,6 +523,10 @@ class IdempotentGeneratedScenariosTest {
             case ROLLBACK_ONLY -> app.checkout().pay(app.payments(), request, After.SET_ROLLBACK_ONLY, hook);
             case COMMIT_FAILS -> app.checkout().pay(app.payments(), request, After.FAIL_COMMIT, hook);
             case OWN_TRANSACTION_THEN_THROW -> app.checkout().payInOwnTransactionThenThrow(app.payments(), request);
+            case SCOPE_WITHOUT_TRANSACTION_THEN_THROW -> app.checkout().payWithoutTransactionThenThrow(app.payments(),
+                    request);
+            case RETRY_IN_TRANSACTION -> app.checkout().payRetrying(app.payments(), request);
+            case BESIDE_FAILING_AFTER_COMMIT -> app.checkout().payBesideAFailingAfterCommit(app.payments(), request);
         };
     }
 
