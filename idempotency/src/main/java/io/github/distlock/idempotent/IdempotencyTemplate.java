@@ -43,6 +43,10 @@ import tools.jackson.databind.type.TypeFactory;
  * together. Duplicates get the outcome without the lock. When the mark expires the key is new again.
  * <li>A failure stores no mark (unless {@link IdempotencyOptions#storeFailureFor()} names it): the key is new again,
  * and a waiting duplicate runs.
+ * <li>Inside a Spring transaction, the code's success is the transaction's commit: the mark waits on the thread and
+ * is written when the transaction has committed, still under the lock (which the lock template releases only when
+ * the transaction has ended), and it is dropped on rollback. A later call in the same transaction gets the pending
+ * result. Code whose work does not join the caller's transaction ({@code REQUIRES_NEW}) is marked when it returns.
  * </ul>
  *
  * <p>Invariant: only a holder of the key's lock writes the key's mark, after the code succeeded and before it
