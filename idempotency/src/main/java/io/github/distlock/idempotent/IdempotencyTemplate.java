@@ -215,7 +215,7 @@ public class IdempotencyTemplate {
                 boolean markPending = false;
                 try {
                     T result = runAndMark(key, markKey, options, fingerprint, type, followTransaction, lockKey, callback);
-                    markPending = followTransaction;
+                    markPending = followTransaction && !store.joinsTransactions();
                     return result;
                 }
                 finally {
@@ -296,7 +296,11 @@ public class IdempotencyTemplate {
             }
         }
         String text = json.writeValueAsString(mark);
-        if (followTransaction) {
+        if (followTransaction && store.joinsTransactions()) {
+            // the store's write joins the caller's transaction: it commits or rolls back with the code's work
+            store(key, markKey, text, options.ttl());
+        }
+        else if (followTransaction) {
             // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
             // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
             // duplicate arriving before the commit waits, then reads the mark written here after the commit

@@ -269,6 +269,32 @@ class IdempotentMarkFollowsTheCallerTransactionTest {
         assertThat(a.rows(request.id())).isOne();
     }
 
+    @Test
+    void aStoreInTheTransactionsDatabaseWritesTheMarkInsideItSoARollbackTakesItBack() {
+        String jdbcUrl = "jdbc:h2:mem:marks-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
+        try (PaymentsApplication one = new PaymentsApplication(redis.uri(), jdbcUrl, "payments.store=jdbc");
+                PaymentsApplication two = new PaymentsApplication(redis.uri(), jdbcUrl, "payments.store=jdbc")) {
+            PaymentRequest rolledBack = request();
+            assertThatThrownBy(() -> one.checkout().pay(one.payments(), rolledBack, After.THROW, () -> { }))
+                    .isInstanceOf(IllegalStateException.class);
+            assertThat(markRows(one, rolledBack)).as("mark rows after the rollback").isZero();
+            assertThat(two.payments().settle(rolledBack).run()).isEqualTo(2);
+
+            PaymentRequest committed = request();
+            Receipt receipt = one.checkout().pay(one.payments(), committed, After.COMMIT, () -> { });
+            assertThat(markRows(one, committed)).as("mark rows after the commit").isOne();
+            assertThat(one.rows(committed.id())).isOne();
+            assertThat(two.payments().settle(committed)).isEqualTo(receipt);
+            assertThat(PaymentsApplication.runs(committed.id())).isOne();
+            assertThat(one.exists(markKey(committed))).as("no mark in Redis").isFalse();
+        }
+    }
+
+    private static int markRows(PaymentsApplication app, PaymentRequest request) {
+        return app.jdbc().queryForObject("SELECT COUNT(*) FROM idempotency_mark WHERE mark_key = ?", Integer.class,
+                markKey(request));
+    }
+
     static PaymentRequest request() {
         return new PaymentRequest("p-" + UUID.randomUUID(), new BigDecimal("12.50"), Map.of("card", "4242"), "n");
     }

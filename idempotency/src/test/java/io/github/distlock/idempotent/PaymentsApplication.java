@@ -245,11 +245,16 @@ final class PaymentsApplication implements AutoCloseable {
      */
     static final class FaultyStore implements IdempotencyStore {
 
-        private final RedissonIdempotencyStore redis;
+        private final IdempotencyStore redis;
         final Set<String> failWrites = ConcurrentHashMap.newKeySet();
 
-        FaultyStore(RedissonIdempotencyStore redis) {
+        FaultyStore(IdempotencyStore redis) {
             this.redis = redis;
+        }
+
+        @Override
+        public boolean joinsTransactions() {
+            return redis.joinsTransactions();
         }
 
         @Override
@@ -281,6 +286,44 @@ final class PaymentsApplication implements AutoCloseable {
         }
     }
 
+    /**
+     * Marks in the payments database ({@code payments.store=jdbc}), written through the transaction's connection:
+     * they commit and roll back with the payment.
+     */
+    static final class TableStore implements IdempotencyStore {
+
+        private final JdbcTemplate jdbc;
+
+        TableStore(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+            jdbc.execute("CREATE TABLE IF NOT EXISTS idempotency_mark (mark_key VARCHAR(300) PRIMARY KEY, "
+                    + "mark VARCHAR(10000) NOT NULL, expires_at TIMESTAMP NOT NULL)");
+        }
+
+        @Override
+        public boolean joinsTransactions() {
+            return true;
+        }
+
+        @Override
+        public String get(String key) {
+            return jdbc.query("SELECT mark FROM idempotency_mark WHERE mark_key = ? AND expires_at > CURRENT_TIMESTAMP",
+                    (rs, row) -> rs.getString(1), key).stream().findFirst().orElse(null);
+        }
+
+        @Override
+        public void put(String key, String mark, Duration ttl) {
+            jdbc.update("DELETE FROM idempotency_mark WHERE mark_key = ?", key);
+            jdbc.update("INSERT INTO idempotency_mark (mark_key, mark, expires_at) VALUES (?, ?, ?)", key, mark,
+                    java.sql.Timestamp.from(java.time.Instant.now().plus(ttl)));
+        }
+
+        @Override
+        public boolean delete(String key) {
+            return jdbc.update("DELETE FROM idempotency_mark WHERE mark_key = ?", key) > 0;
+        }
+    }
+
     @Configuration(proxyBeanMethods = false)
     @EnableAutoConfiguration
     @EnableTransactionManagement
@@ -295,8 +338,10 @@ final class PaymentsApplication implements AutoCloseable {
         }
 
         @Bean
-        FaultyStore faultyStore(RedissonClient redisson) {
-            return new FaultyStore(new RedissonIdempotencyStore(redisson));
+        FaultyStore faultyStore(RedissonClient redisson, JdbcTemplate jdbc,
+                org.springframework.core.env.Environment environment) {
+            return new FaultyStore("jdbc".equals(environment.getProperty("payments.store"))
+                    ? new TableStore(jdbc) : new RedissonIdempotencyStore(redisson));
         }
 
         @Bean
