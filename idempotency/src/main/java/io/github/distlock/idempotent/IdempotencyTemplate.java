@@ -177,6 +177,14 @@ public class IdempotencyTemplate {
             return replay(key, pending, fingerprint, type);
         }
         boolean followTransaction = joinsCallerTransaction && TRANSACTIONS_PRESENT && PendingMarks.transactionActive();
+        if (!joinsCallerTransaction && store.joinsTransactions() && TRANSACTIONS_PRESENT
+                && PendingMarks.transactionActive()) {
+            throw new IllegalStateException("Idempotent call '" + key + "' commits its work in a transaction of its own "
+                    + "(REQUIRES_NEW, NOT_SUPPORTED), but it is called inside another transaction and its mark store "
+                    + "joins transactions (IdempotencyStore.joinsTransactions()): the mark would roll back with the "
+                    + "caller's transaction while the work stays committed, and a duplicate would run it again. Call "
+                    + "it outside the transaction, or let its work join the caller's");
+        }
         if (followTransaction && !lockHeldUntilTransactionEnds) {
             throw new IllegalStateException("Idempotent call '" + key + "' runs inside a transaction, but the lock "
                     + "template releases its locks before the transaction ends (distlock.release-after-transaction="

@@ -61,7 +61,17 @@ class IdempotentGeneratedScenariosTest {
     @RegisterExtension
     static final RedisServerExtension redis = new RedisServerExtension();
 
-    private final List<PaymentsApplication> instances = new ArrayList<>();
+    /** Two instances with their marks in Redis, and two with their marks in the payments database. */
+    private Deployment redisMarks;
+    private Deployment databaseMarks;
+
+    /**
+     * Application instances sharing one Redis and one database, keeping their marks in Redis or, when
+     * {@code marksInDatabase}, in a table of the database written inside the caller's transaction
+     * ({@link IdempotencyStore#joinsTransactions()}).
+     */
+    record Deployment(List<PaymentsApplication> instances, boolean marksInDatabase) {
+    }
     private ExecutorService other;
 
     /** What the caller around the idempotent call does. */
@@ -124,8 +134,11 @@ class IdempotentGeneratedScenariosTest {
     @BeforeAll
     void start() {
         String jdbcUrl = "jdbc:h2:mem:generated-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
-        instances.add(new PaymentsApplication(redis.uri(), jdbcUrl));
-        instances.add(new PaymentsApplication(redis.uri(), jdbcUrl));
+        redisMarks = new Deployment(List.of(new PaymentsApplication(redis.uri(), jdbcUrl),
+                new PaymentsApplication(redis.uri(), jdbcUrl)), false);
+        String tablesUrl = "jdbc:h2:mem:generated-tables-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
+        databaseMarks = new Deployment(List.of(new PaymentsApplication(redis.uri(), tablesUrl, "payments.store=jdbc"),
+                new PaymentsApplication(redis.uri(), tablesUrl, "payments.store=jdbc")), true);
         other = Executors.newSingleThreadExecutor();
     }
 
@@ -134,36 +147,50 @@ class IdempotentGeneratedScenariosTest {
         if (other != null) {
             other.shutdownNow();
         }
-        instances.forEach(PaymentsApplication::close);
+        for (Deployment deployment : new Deployment[] {redisMarks, databaseMarks}) {
+            if (deployment != null) {
+                deployment.instances().forEach(PaymentsApplication::close);
+            }
+        }
     }
 
     @Test
     void generatedCallbackSequencesBehaveAsTheModelSays() {
+        generated(redisMarks);
+    }
+
+    @Test
+    void generatedSequencesWithMarksInTheTransactionsDatabaseBehaveAsTheModelSays() {
+        generated(databaseMarks);
+    }
+
+    private void generated(Deployment deployment) {
         String seedProperty = System.getProperty("distlock.idempotency.generated.seed");
         long seed = (seedProperty == null) ? DEFAULT_SEED
                 : "random".equals(seedProperty) ? new Random().nextLong() : Long.parseLong(seedProperty);
         int tries = Integer.getInteger("distlock.idempotency.generated.tries", DEFAULT_TRIES);
         Random random = new Random(seed);
         // printed so that a failure of a random run can be replayed
-        System.out.println("IdempotentGeneratedScenariosTest: seed " + seed + ", " + tries + " sequences");
+        System.out.println("IdempotentGeneratedScenariosTest: seed " + seed + ", " + tries + " sequences, marks in "
+                + (deployment.marksInDatabase() ? "the database" : "Redis"));
         Map<String, Integer> coverage = new java.util.TreeMap<>();
         for (int i = 0; i < tries; i++) {
             List<Step> steps = generate(random);
             steps.forEach(step -> {
-                coverage.merge(step.caller().name(), 1, Integer::sum);
-                coverage.merge(step.fault().name(), 1, Integer::sum);
+                coverage.merge("caller " + step.caller(), 1, Integer::sum);
+                coverage.merge("fault " + step.fault(), 1, Integer::sum);
             });
-            String failure = failure(steps);
+            String failure = failure(deployment, steps);
             if (failure != null) {
-                List<Step> shrunk = shrink(steps);
+                List<Step> shrunk = shrink(deployment, steps);
                 throw new AssertionError("Sequence " + i + " of seed " + seed + " (-Ddistlock.idempotency.generated.seed="
                         + seed + ") breaks the model: " + failure + "\n  sequence: " + steps + "\n  shrunk to: "
-                        + shrunk + "\n  which fails with: " + failure(shrunk));
+                        + shrunk + "\n  which fails with: " + failure(deployment, shrunk));
             }
         }
         System.out.println("IdempotentGeneratedScenariosTest: steps per caller and fault " + coverage);
         for (Caller caller : Caller.values()) {
-            assertThat(coverage).as("sequences cover every caller").containsKey(caller.name());
+            assertThat(coverage).as("sequences cover every caller").containsKey("caller " + caller);
         }
     }
 
@@ -172,7 +199,7 @@ class IdempotentGeneratedScenariosTest {
     /** Shrunk from seed 24: a caller's rollback after the call must leave the redelivery to run and pay. */
     @Test
     void aRedeliveryAfterTheCallerRolledBackPaysOnce() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.THROW_AFTER, Fault.NONE, false, false),
                 new Step(0, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
@@ -180,21 +207,21 @@ class IdempotentGeneratedScenariosTest {
     /** Shrunk: a duplicate before the commit must be refused as in progress, not answered from a mark. */
     @Test
     void aDuplicateBeforeTheCommitIsRefusedAsInProgress() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.COMMIT, Fault.NONE, true, false)))).isNull();
     }
 
     /** Shrunk: the same request again in the transaction that ran it gets that run's result. */
     @Test
     void theSameRequestAgainInItsTransactionGetsItsResult() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.COMMIT, Fault.NONE, false, true)))).isNull();
     }
 
     /** Shrunk: a request whose amount its text leaves out is refused when reused with another amount. */
     @Test
     void anotherAmountUnderTheSameKeyIsRefused() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.NONE, Fault.NONE, false, false),
                 new Step(1, 0, new Payload(9900, "n", 0, false), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
@@ -202,7 +229,7 @@ class IdempotentGeneratedScenariosTest {
     /** A SUPPORTS scope has no transaction to wait for: the body's committed work is marked when it returns. */
     @Test
     void aScopeWithoutATransactionKeepsTheMarkOfCommittedWork() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.SCOPE_WITHOUT_TRANSACTION_THEN_THROW, Fault.NONE, false, false),
                 new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
@@ -210,14 +237,14 @@ class IdempotentGeneratedScenariosTest {
     /** A retry after a failed call in the same transaction runs, not refused as still running. */
     @Test
     void aRetryInTheTransactionAfterAFailureRuns() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.RETRY_IN_TRANSACTION, Fault.BODY_FAILS, false, false)))).isNull();
     }
 
     /** Another callback failing after the commit does not keep the committed call's mark from being stored. */
     @Test
     void theMarkOfACommittedCallSurvivesAnotherFailingAfterCommit() {
-        assertThat(failure(List.of(
+        assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.BESIDE_FAILING_AFTER_COMMIT, Fault.NONE, false, false),
                 new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
@@ -246,7 +273,7 @@ class IdempotentGeneratedScenariosTest {
     }
 
     /** A smallest sequence found that still fails: steps removed, then each step made plainer. */
-    private List<Step> shrink(List<Step> failing) {
+    private List<Step> shrink(Deployment deployment, List<Step> failing) {
         List<Step> current = new ArrayList<>(failing);
         boolean changed = true;
         while (changed) {
@@ -254,7 +281,7 @@ class IdempotentGeneratedScenariosTest {
             for (int i = current.size() - 1; i >= 0 && current.size() > 1; i--) {
                 List<Step> candidate = new ArrayList<>(current);
                 candidate.remove(i);
-                if (failure(candidate) != null) {
+                if (failure(deployment, candidate) != null) {
                     current = candidate;
                     changed = true;
                 }
@@ -263,7 +290,7 @@ class IdempotentGeneratedScenariosTest {
                 for (Step simpler : simpler(current.get(i))) {
                     List<Step> candidate = new ArrayList<>(current);
                     candidate.set(i, simpler);
-                    if (failure(candidate) != null) {
+                    if (failure(deployment, candidate) != null) {
                         current = candidate;
                         changed = true;
                         break;
@@ -336,15 +363,15 @@ class IdempotentGeneratedScenariosTest {
     }
 
     /** Runs {@code steps} with fresh request ids; {@code null} when every call and probe matched the model. */
-    private String failure(List<Step> steps) {
+    private String failure(Deployment deployment, List<Step> steps) {
         String prefix = "g-" + UUID.randomUUID() + "-";
         Map<Integer, Request> model = new HashMap<>();
         for (int s = 0; s < steps.size(); s++) {
             Step step = steps.get(s);
             String id = prefix + step.request();
             Request state = model.computeIfAbsent(step.request(), r -> new Request());
-            PaymentsApplication app = instances.get(step.instance());
-            PaymentsApplication duplicateApp = instances.get(1 - step.instance());
+            PaymentsApplication app = deployment.instances().get(step.instance());
+            PaymentsApplication duplicateApp = deployment.instances().get(1 - step.instance());
             String markKey = "lock:idempotent-mark:pay:" + id;
             PaymentRequest request = request(id, step.payload());
 
@@ -352,7 +379,17 @@ class IdempotentGeneratedScenariosTest {
             Outcome expectedCall;
             Outcome expectedCaller;
             Outcome expectedInside = null;
-            if (state.storedFor != null) {
+            if (deployment.marksInDatabase() && step.caller() == Caller.OWN_TRANSACTION_THEN_THROW) {
+                // its work would commit on its own while its mark rolled back with the caller's transaction: refused
+                expectedCall = Outcome.threw(IllegalStateException.class, "Idempotent call 'pay:" + id + "' commits "
+                        + "its work in a transaction of its own (REQUIRES_NEW, NOT_SUPPORTED), but it is called inside "
+                        + "another transaction and its mark store joins transactions (IdempotencyStore."
+                        + "joinsTransactions()): the mark would roll back with the caller's transaction while the work "
+                        + "stays committed, and a duplicate would run it again. Call it outside the transaction, or "
+                        + "let its work join the caller's");
+                expectedCaller = expectedCall;
+            }
+            else if (state.storedFor != null) {
                 if (!state.storedFor.sameContent(step.payload())) {
                     expectedCall = Outcome.threw(IdempotencyKeyReusedException.class, "Idempotency key 'pay:" + id
                             + "' was used before for a different request (its fingerprint differs); use a new key "
@@ -389,9 +426,13 @@ class IdempotentGeneratedScenariosTest {
                     case BODY_DECLINED -> {
                         expectedCall = Outcome.threw(DeclinedException.class, "declined " + id);
                         expectedCaller = expectedCall;
-                        // a final failure: stored at once, whatever the caller's transaction does
-                        state.storedFor = step.payload();
-                        state.storedDeclined = true;
+                        // a final failure: stored at once, whatever the caller's transaction does; a mark in the
+                        // transaction's database is kept only where no transaction rolls it back
+                        if (!deployment.marksInDatabase() || step.caller() == Caller.NONE
+                                || step.caller() == Caller.SCOPE_WITHOUT_TRANSACTION_THEN_THROW) {
+                            state.storedFor = step.payload();
+                            state.storedDeclined = true;
+                        }
                     }
                     default -> {
                         Receipt receipt = new Receipt(id, step.payload().cents(), state.runs);
@@ -468,7 +509,10 @@ class IdempotentGeneratedScenariosTest {
                     return where + "request " + entry.getKey() + " has " + app.rows(probeId) + " payment rows, the "
                             + "model says " + expected.rows;
                 }
-                boolean marked = app.exists("lock:idempotent-mark:pay:" + probeId);
+                boolean marked = deployment.marksInDatabase()
+                        ? app.jdbc().queryForObject("SELECT COUNT(*) FROM idempotency_mark WHERE mark_key = ?",
+                                Integer.class, "lock:idempotent-mark:pay:" + probeId) == 1
+                        : app.exists("lock:idempotent-mark:pay:" + probeId);
                 if (marked != (expected.storedFor != null)) {
                     return where + "request " + entry.getKey() + (marked ? " has" : " has no") + " mark in Redis, the "
                             + "model says " + (expected.storedFor != null);

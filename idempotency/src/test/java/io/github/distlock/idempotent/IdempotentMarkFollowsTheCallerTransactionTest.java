@@ -287,6 +287,16 @@ class IdempotentMarkFollowsTheCallerTransactionTest {
             assertThat(two.payments().settle(committed)).isEqualTo(receipt);
             assertThat(PaymentsApplication.runs(committed.id())).isOne();
             assertThat(one.exists(markKey(committed))).as("no mark in Redis").isFalse();
+
+            // work committed in its own transaction, its mark in the caller's: refused before it runs
+            PaymentRequest own = request();
+            assertThatThrownBy(() -> one.checkout().payInOwnTransactionThenThrow(one.payments(), own))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("Idempotent call 'pay:" + own.id() + "' commits its work in a "
+                            + "transaction of its own (REQUIRES_NEW, NOT_SUPPORTED), but it is called inside "
+                            + "another transaction and its mark store joins transactions");
+            assertThat(PaymentsApplication.runs(own.id())).isZero();
+            assertThat(one.rows(own.id())).isZero();
         }
     }
 
