@@ -249,6 +249,17 @@ class IdempotentGeneratedScenariosTest {
                 new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
     }
 
+    /**
+     * Shrunk, with marks in the database: a method committing in its own transaction, called inside another, would
+     * have its mark rolled back with the caller's while its work stayed; refused before it runs.
+     */
+    @Test
+    void workInItsOwnTransactionIsRefusedWhenItsMarkWouldRollBackWithTheCallers() {
+        assertThat(failure(databaseMarks, List.of(
+                new Step(0, 0, base(), Caller.OWN_TRANSACTION_THEN_THROW, Fault.NONE, false, false),
+                new Step(1, 0, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
+    }
+
     // ------------------------------------------------------------ generation and shrinking
 
     private static Payload base() {
@@ -514,8 +525,9 @@ class IdempotentGeneratedScenariosTest {
                                 Integer.class, "lock:idempotent-mark:pay:" + probeId) == 1
                         : app.exists("lock:idempotent-mark:pay:" + probeId);
                 if (marked != (expected.storedFor != null)) {
-                    return where + "request " + entry.getKey() + (marked ? " has" : " has no") + " mark in Redis, the "
-                            + "model says " + (expected.storedFor != null);
+                    return where + "request " + entry.getKey() + (marked ? " has" : " has no") + " mark in "
+                            + (deployment.marksInDatabase() ? "the database" : "Redis") + ", the model says "
+                            + (expected.storedFor != null);
                 }
                 String lockKey = "lock:idempotent:pay:" + probeId;
                 try {
