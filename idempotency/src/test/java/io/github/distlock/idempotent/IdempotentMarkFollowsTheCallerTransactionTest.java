@@ -305,6 +305,25 @@ class IdempotentMarkFollowsTheCallerTransactionTest {
                 markKey(request));
     }
 
+    @Test
+    void aNestedIdempotentCallIsNotMarkedWhenTheOuterCallsTransactionRollsBack() {
+        PaymentRequest request = request();
+        assertThatThrownBy(() -> a.orders().place(request, true)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("order " + request.id() + " failed after paying");
+        assertThat(a.exists(markKey(request))).as("mark of the nested payment").isFalse();
+        assertThat(a.exists("lock:idempotent-mark:order:" + request.id())).as("mark of the order").isFalse();
+        assertThat(a.rows(request.id())).isZero();
+
+        // the retried order pays again: its payment was rolled back with it
+        Receipt receipt = b.orders().place(request, false);
+        assertThat(receipt.run()).isEqualTo(2);
+        assertThat(a.rows(request.id())).isOne();
+        assertThat(a.exists(markKey(request))).isTrue();
+        assertThat(a.exists("lock:idempotent-mark:order:" + request.id())).isTrue();
+        assertThat(a.orders().place(request, false)).isEqualTo(receipt);
+        assertThat(PaymentsApplication.runs(request.id())).isEqualTo(2);
+    }
+
     static PaymentRequest request() {
         return new PaymentRequest("p-" + UUID.randomUUID(), new BigDecimal("12.50"), Map.of("card", "4242"), "n");
     }

@@ -61,6 +61,10 @@ final class PaymentsApplication implements AutoCloseable {
         return context.getBean(Checkout.class);
     }
 
+    Orders orders() {
+        return context.getBean(Orders.class);
+    }
+
     FaultyStore store() {
         return context.getBean(FaultyStore.class);
     }
@@ -161,6 +165,26 @@ final class PaymentsApplication implements AutoCloseable {
             jdbc.update("INSERT INTO payment (request_id, amount, note, run) VALUES (?, ?, ?, ?)", request.id(),
                     request.amount(), request.note(), run);
             return new Receipt(request.id(), (request.amount() != null) ? request.amount().movePointRight(2).longValue() : 0, run);
+        }
+    }
+
+    /** An idempotent order in its own transaction, paying through the idempotent payment service inside it. */
+    static class Orders {
+
+        private final Payments payments;
+
+        Orders(Payments payments) {
+            this.payments = payments;
+        }
+
+        @Idempotent(key = "'order:' + #request.id", fingerprint = "#request")
+        @Transactional
+        public Receipt place(PaymentRequest request, boolean failAfterPaying) {
+            Receipt receipt = payments.settle(request);
+            if (failAfterPaying) {
+                throw new IllegalStateException("order " + request.id() + " failed after paying");
+            }
+            return receipt;
         }
     }
 
@@ -363,6 +387,11 @@ final class PaymentsApplication implements AutoCloseable {
         @Bean
         Payments payments(JdbcTemplate jdbc) {
             return new Payments(jdbc);
+        }
+
+        @Bean
+        Orders orders(Payments payments) {
+            return new Orders(payments);
         }
 
         @Bean
