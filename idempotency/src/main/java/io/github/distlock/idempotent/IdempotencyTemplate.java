@@ -223,7 +223,7 @@ public class IdempotencyTemplate {
                 boolean markPending = false;
                 try {
                     T result = runAndMark(key, markKey, options, fingerprint, type, followTransaction, lockKey, callback);
-                    markPending = followTransaction && !store.joinsTransactions();
+                    markPending = followTransaction;
                     return result;
                 }
                 finally {
@@ -305,14 +305,17 @@ public class IdempotencyTemplate {
         }
         String text = json.writeValueAsString(mark);
         if (followTransaction && store.joinsTransactions()) {
-            // the store's write joins the caller's transaction: it commits or rolls back with the code's work
+            // the store's write joins the caller's transaction: it commits or rolls back with the code's work. Kept
+            // on the thread too, so that a later call in this transaction gets this result even if the write failed
+            // (rather than running the code a second time in the same transaction)
             store(key, markKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true);
         }
         else if (followTransaction) {
             // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
             // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
             // duplicate arriving before the commit waits, then reads the mark written here after the commit
-            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false);
         }
         else {
             store(key, markKey, text, options.ttl());
@@ -458,7 +461,8 @@ public class IdempotencyTemplate {
         private final IdempotencyTemplate template;
         private final java.util.Map<String, Pending> marks = new java.util.LinkedHashMap<>();
 
-        private record Pending(String key, String lockKey, String mark, Duration ttl) {
+        /** {@code written}: already written inside the transaction, by a store that joins it. */
+        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written) {
         }
 
         private PendingMarks(IdempotencyTemplate template) {
@@ -486,7 +490,7 @@ public class IdempotencyTemplate {
         }
 
         static void add(IdempotencyTemplate template, String key, String markKey, String lockKey, String mark,
-                Duration ttl) {
+                Duration ttl, boolean written) {
             PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
                     .getResource(template);
             if (pending == null) {
@@ -496,7 +500,7 @@ public class IdempotencyTemplate {
                 org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
                         pending);
             }
-            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl));
+            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written));
         }
 
         /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
@@ -524,12 +528,15 @@ public class IdempotencyTemplate {
             }
             if (status == STATUS_COMMITTED) {
                 for (java.util.Map.Entry<String, Pending> entry : marks.entrySet()) {
+                    if (entry.getValue().written()) {
+                        continue;
+                    }
                     // never throws: the transaction has committed, and the caller must see that outcome
                     template.store(entry.getValue().key(), entry.getKey(), entry.getValue().mark(),
                             entry.getValue().ttl());
                 }
             }
-            else if (status == STATUS_UNKNOWN && !marks.isEmpty()) {
+            else if (status == STATUS_UNKNOWN && marks.values().stream().anyMatch(pending -> !pending.written())) {
                 logger.warn("Transaction of idempotent calls " + keys() + " ended in an unknown state (its commit "
                         + "failed midway): their marks are not stored, so a duplicate runs again; only a unique "
                         + "constraint in the database tells whether the first call's work was committed");

@@ -9,6 +9,10 @@ import org.springframework.aop.support.AopUtils;
 /** Runs an {@link Idempotent} method through {@link IdempotencyTemplate}. */
 public class IdempotentInterceptor implements MethodInterceptor {
 
+    private static final boolean TRANSACTIONS_PRESENT = org.springframework.util.ClassUtils.isPresent(
+            "org.springframework.transaction.support.TransactionSynchronizationManager",
+            IdempotentInterceptor.class.getClassLoader());
+
     private final Supplier<IdempotentOperationSource> operations;
     private final Supplier<IdempotencyTemplate> template;
 
@@ -38,10 +42,6 @@ public class IdempotentInterceptor implements MethodInterceptor {
         return name != null && name.equals(org.springframework.util.ClassUtils.getQualifiedMethodName(method,
                 targetClass));
     }
-
-    private static final boolean TRANSACTIONS_PRESENT = org.springframework.util.ClassUtils.isPresent(
-            "org.springframework.transaction.support.TransactionSynchronizationManager",
-            IdempotentInterceptor.class.getClassLoader());
 
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {

@@ -60,12 +60,15 @@ record IdempotentOperation(Method method, SharedKeyExpression key, FingerprintEx
 
     /** The fingerprint expression: SpEL over the parameters, evaluated to the value itself (never its text). */
     record FingerprintExpression(String source, org.springframework.expression.Expression expression,
-            String[] parameterNames, org.springframework.expression.BeanResolver beanResolver) {
+            org.springframework.expression.BeanResolver beanResolver) {
+
+        private static final org.springframework.core.ParameterNameDiscoverer PARAMETER_NAMES =
+                new org.springframework.core.DefaultParameterNameDiscoverer();
 
         Object evaluate(Method method, Object[] args, Object target) {
             org.springframework.context.expression.MethodBasedEvaluationContext context =
                     new org.springframework.context.expression.MethodBasedEvaluationContext(target, method, args,
-                            new org.springframework.core.DefaultParameterNameDiscoverer());
+                            PARAMETER_NAMES);
             if (beanResolver != null) {
                 context.setBeanResolver(beanResolver);
             }

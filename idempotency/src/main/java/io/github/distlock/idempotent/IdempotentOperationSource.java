@@ -142,7 +142,7 @@ public class IdempotentOperationSource {
                 }
             }
         }
-        return new IdempotentOperation.FingerprintExpression(source, expression, names, beanResolver);
+        return new IdempotentOperation.FingerprintExpression(source, expression, beanResolver);
     }
 
     /**
