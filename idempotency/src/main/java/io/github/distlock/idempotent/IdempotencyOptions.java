@@ -16,7 +16,7 @@ import java.util.List;
  * a retry runs. Empty by default.
  * @param fingerprint what identifies the request behind the key (its body, say), or {@code null} to check nothing: a
  * duplicate whose fingerprint differs from the stored one fails with {@link IdempotencyKeyReusedException}. Compared
- * as the SHA-256 of its JSON.
+ * as the SHA-256 of a canonical encoding of its content (see {@link Idempotent#fingerprint()}), never of its text.
  * @param name what the call is called in the lock's metrics and traces; {@code null} for {@value #UNNAMED}
  */
 public record IdempotencyOptions(Duration ttl, Duration waitTime, WhileRunning whileRunning,

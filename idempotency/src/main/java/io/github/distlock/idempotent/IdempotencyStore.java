@@ -37,4 +37,19 @@ public interface IdempotencyStore {
 
     /** Deletes the mark under {@code key}; returns whether there was one. */
     boolean delete(String key);
+
+    /**
+     * Whether this store's writes join the Spring transaction active on the calling thread (a table in the database
+     * that transaction writes to, through its {@code DataSource}): a mark written inside it commits or rolls back
+     * with the code's work, so {@link IdempotencyTemplate} writes it at once, inside the caller's transaction. When
+     * {@code false} (Redis, the default) the template holds the mark until that transaction has committed and writes
+     * it then, and drops it on rollback; a store in the transaction's database that says {@code false} must write in
+     * a transaction of its own, since by then the caller's has ended. With {@code true}: a stored failure
+     * ({@link IdempotencyOptions#storeFailureFor()}) is kept only if the caller's transaction commits, and code whose
+     * work commits in a transaction of its own ({@code REQUIRES_NEW}) is refused inside another transaction, since its
+     * mark would roll back while its work stays.
+     */
+    default boolean joinsTransactions() {
+        return false;
+    }
 }

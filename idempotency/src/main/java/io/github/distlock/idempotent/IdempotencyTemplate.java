@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockCallback;
-import io.github.distlock.LockContext;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
 import io.github.distlock.LockTemplate;
@@ -44,6 +43,10 @@ import tools.jackson.databind.type.TypeFactory;
  * together. Duplicates get the outcome without the lock. When the mark expires the key is new again.
  * <li>A failure stores no mark (unless {@link IdempotencyOptions#storeFailureFor()} names it): the key is new again,
  * and a waiting duplicate runs.
+ * <li>Inside a Spring transaction, the code's success is the transaction's commit: the mark waits on the thread and
+ * is written when the transaction has committed, still under the lock (which the lock template releases only when
+ * the transaction has ended), and it is dropped on rollback. A later call in the same transaction gets the pending
+ * result. Code whose work does not join the caller's transaction ({@code REQUIRES_NEW}) is marked when it returns.
  * </ul>
  *
  * <p>Invariant: only a holder of the key's lock writes the key's mark, after the code succeeded and before it
@@ -73,6 +76,10 @@ public class IdempotencyTemplate {
      */
     static final String MARK_NAMESPACE = "idempotent-mark:";
 
+    private static final boolean TRANSACTIONS_PRESENT = org.springframework.util.ClassUtils.isPresent(
+            "org.springframework.transaction.support.TransactionSynchronizationManager",
+            IdempotencyTemplate.class.getClassLoader());
+
     private static final String RETURNED = "RETURNED";
     private static final String FAILED = "FAILED";
 
@@ -80,18 +87,38 @@ public class IdempotencyTemplate {
     private final IdempotencyStore store;
     private final JsonMapper json;
     private final Duration defaultWait;
+    private final boolean lockHeldUntilTransactionEnds;
 
     /**
+     * A template on a lock template that keeps a lock taken inside a transaction until the transaction has completed
+     * ({@code distlock.release-after-transaction}, the default of {@link io.github.distlock.DefaultLockTemplate}).
+     *
      * @param locks the lock a key is processed under
      * @param store where the marks live
      * @param json the application's mapper: results are stored and replayed through it
      * @param defaultWait how long a duplicate waits for a running call when its options name no wait
      */
     public IdempotencyTemplate(LockTemplate locks, IdempotencyStore store, JsonMapper json, Duration defaultWait) {
-        this.locks = locks;
-        this.store = store;
-        this.json = json;
-        this.defaultWait = defaultWait;
+        this(locks, store, json, defaultWait, true);
+    }
+
+    /**
+     * @param locks the lock a key is processed under
+     * @param store where the marks live
+     * @param json the application's mapper: results are stored and replayed through it
+     * @param defaultWait how long a duplicate waits for a running call when its options name no wait
+     * @param lockHeldUntilTransactionEnds whether {@code locks} keeps a lock taken inside a Spring transaction until
+     * that transaction completes ({@code distlock.release-after-transaction}). When it does not, a call inside a
+     * transaction is refused: its mark waits for the commit, and a duplicate taking the released lock before it would
+     * run the code a second time
+     */
+    public IdempotencyTemplate(LockTemplate locks, IdempotencyStore store, JsonMapper json, Duration defaultWait,
+            boolean lockHeldUntilTransactionEnds) {
+        this.locks = java.util.Objects.requireNonNull(locks, "locks");
+        this.store = java.util.Objects.requireNonNull(store, "store");
+        this.json = java.util.Objects.requireNonNull(json, "json");
+        this.defaultWait = java.util.Objects.requireNonNull(defaultWait, "defaultWait");
+        this.lockHeldUntilTransactionEnds = lockHeldUntilTransactionEnds;
     }
 
     /**
@@ -124,17 +151,55 @@ public class IdempotencyTemplate {
      */
     public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
             LockCallback<T, E> callback) throws E {
+        return execute(key, options, resultType, true, callback);
+    }
+
+    /**
+     * As {@link #execute(String, IdempotencyOptions, ResolvableType, LockCallback)}, for code whose work may not
+     * commit with the caller's transaction.
+     *
+     * @param joinsCallerTransaction {@code false} when the code's work is committed (or not) by the time it returns,
+     * whatever the caller's transaction does: its own transaction ({@code REQUIRES_NEW}) or none
+     * ({@code NOT_SUPPORTED}); its mark is then written when it returns, not when the caller's transaction commits
+     */
+    public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
+            boolean joinsCallerTransaction, LockCallback<T, E> callback) throws E {
         if (key == null || key.isBlank()) {
             throw new IllegalArgumentException("idempotency key must not be " + (key == null ? "null" : "blank"));
         }
+        java.util.Objects.requireNonNull(options, "options");
         String markKey = markKey(key);
-        if (LockContext.heldKeys().contains(locks.fullKey(LOCK_NAMESPACE + key))) {
-            // a duplicate from inside the call itself (a retry loop, an in-process callback): the lock would let it in
-            // (re-entry) before any mark exists, and waiting would wait for itself
-            throw new RequestInProgressException(key, Duration.ZERO, null);
-        }
         String fingerprint = fingerprint(options.fingerprint());
         JavaType type = javaType(resultType);
+        // a mark this transaction will write when it commits: this transaction sees its own work, so it sees that too
+        String pending = TRANSACTIONS_PRESENT ? PendingMarks.find(this, markKey) : null;
+        if (pending != null) {
+            return replay(key, pending, fingerprint, type);
+        }
+        boolean followTransaction = joinsCallerTransaction && TRANSACTIONS_PRESENT && PendingMarks.transactionActive();
+        if (!joinsCallerTransaction && store.joinsTransactions() && TRANSACTIONS_PRESENT
+                && PendingMarks.transactionActive()) {
+            throw new IllegalStateException("Idempotent call '" + key + "' commits its work in a transaction of its own "
+                    + "(REQUIRES_NEW, NOT_SUPPORTED), but it is called inside another transaction and its mark store "
+                    + "joins transactions (IdempotencyStore.joinsTransactions()): the mark would roll back with the "
+                    + "caller's transaction while the work stays committed, and a duplicate would run it again. Call "
+                    + "it outside the transaction, or let its work join the caller's");
+        }
+        if (followTransaction && !lockHeldUntilTransactionEnds) {
+            throw new IllegalStateException("Idempotent call '" + key + "' runs inside a transaction, but the lock "
+                    + "template releases its locks before the transaction ends (distlock.release-after-transaction="
+                    + "false): the mark is written when the transaction commits, and a duplicate taking the released "
+                    + "lock before that would run the code again. Set distlock.release-after-transaction=true, or call "
+                    + "it outside the transaction");
+        }
+        String lockKey = locks.fullKey(LOCK_NAMESPACE + key);
+        if (Unsettled.contains(lockKey)) {
+            // a duplicate from inside the call itself (a retry loop, an in-process callback), or from a transaction
+            // nested in the one whose commit the mark waits for: the lock would let it in (re-entry) before any mark
+            // exists, and waiting would wait for itself. (A lock this thread still holds only because its release
+            // waits for the transaction's end, after a call that failed, is no reason to refuse: the key is new again.)
+            throw new RequestInProgressException(key, Duration.ZERO, null);
+        }
         // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
         String mark = store.get(markKey);
         if (mark != null) {
@@ -154,7 +219,18 @@ public class IdempotencyTemplate {
                 if (current != null) {
                     return replay(key, current, fingerprint, type);
                 }
-                return runAndMark(key, markKey, options, fingerprint, type, callback);
+                Unsettled.add(lockKey);
+                boolean markPending = false;
+                try {
+                    T result = runAndMark(key, markKey, options, fingerprint, type, followTransaction, lockKey, callback);
+                    markPending = followTransaction;
+                    return result;
+                }
+                finally {
+                    if (!markPending) {
+                        Unsettled.remove(lockKey);
+                    }
+                }
             });
         }
         catch (LockAcquisitionException ex) {
@@ -185,17 +261,20 @@ public class IdempotencyTemplate {
     }
 
     private <T, E extends Throwable> T runAndMark(String key, String markKey, IdempotencyOptions options,
-            String fingerprint, JavaType type, LockCallback<T, E> callback) throws E {
+            String fingerprint, JavaType type, boolean followTransaction, String lockKey, LockCallback<T, E> callback)
+            throws E {
         T result;
         try {
             result = callback.doInLock();
         }
         catch (Throwable failure) {
             if (options.stores(failure)) {
+                // at once, transaction or not: storeFailureFor declares the failure final whatever else rolls back
+                // (the exception usually rolls the caller's transaction back: following it would store nothing)
                 ObjectNode mark = mark(FAILED, fingerprint);
                 mark.put("failure", failure.getClass().getName());
                 mark.put("message", String.valueOf(failure.getMessage()));
-                store(key, markKey, mark, options.ttl());
+                store(key, markKey, json.writeValueAsString(mark), options.ttl());
             }
             throw failure;
         }
@@ -224,7 +303,23 @@ public class IdempotencyTemplate {
                         + type.toCanonical() + " through JSON");
             }
         }
-        store(key, markKey, mark, options.ttl());
+        String text = json.writeValueAsString(mark);
+        if (followTransaction && store.joinsTransactions()) {
+            // the store's write joins the caller's transaction: it commits or rolls back with the code's work. Kept
+            // on the thread too, so that a later call in this transaction gets this result even if the write failed
+            // (rather than running the code a second time in the same transaction)
+            store(key, markKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true);
+        }
+        else if (followTransaction) {
+            // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
+            // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
+            // duplicate arriving before the commit waits, then reads the mark written here after the commit
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false);
+        }
+        else {
+            store(key, markKey, text, options.ttl());
+        }
         return result;
     }
 
@@ -270,9 +365,9 @@ public class IdempotencyTemplate {
      * Writes the mark. A failure is logged, not thrown: the code has run and its caller gets its outcome; a duplicate
      * will run again, as after a mark Redis lost.
      */
-    private void store(String key, String markKey, ObjectNode mark, Duration ttl) {
+    private void store(String key, String markKey, String mark, Duration ttl) {
         try {
-            if (!store.putIfAbsent(markKey, json.writeValueAsString(mark), ttl)) {
+            if (!store.putIfAbsent(markKey, mark, ttl)) {
                 logger.warn("Idempotent call '" + key + "' finished after another call with the same key had stored "
                         + "its mark (this call's lock was lost while it ran, say in a pause past the watchdog timeout): "
                         + "duplicates get the other call's outcome, not this one's");
@@ -328,39 +423,7 @@ public class IdempotencyTemplate {
     }
 
     private String fingerprint(Object request) {
-        if (request == null) {
-            return null;
-        }
-        // a tree with object fields sorted: two equal maps whose entries iterate differently are one fingerprint
-        byte[] bytes = (request instanceof String text) ? text.getBytes(StandardCharsets.UTF_8)
-                : json.writeValueAsBytes(sorted(json.valueToTree(request)));
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-        }
-        catch (NoSuchAlgorithmException ex) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", ex);
-        }
-    }
-
-    /** {@code node} with every object's fields in name order (arrays keep their order). */
-    private JsonNode sorted(JsonNode node) {
-        if (node instanceof ObjectNode object) {
-            ObjectNode copy = json.createObjectNode();
-            java.util.List<String> names = new java.util.ArrayList<>(object.propertyNames());
-            java.util.Collections.sort(names);
-            for (String name : names) {
-                copy.set(name, sorted(object.get(name)));
-            }
-            return copy;
-        }
-        if (node instanceof tools.jackson.databind.node.ArrayNode array) {
-            tools.jackson.databind.node.ArrayNode copy = json.createArrayNode();
-            for (JsonNode element : array) {
-                copy.add(sorted(element));
-            }
-            return copy;
-        }
-        return node;
+        return RequestFingerprint.of(request, json);
     }
 
     /** Jackson's type for {@code type}, generics resolved as Spring resolved them; {@code null} for no result. */
@@ -386,5 +449,131 @@ public class IdempotencyTemplate {
             parameters[i] = javaType(types, generics[i]);
         }
         return types.constructParametricType(raw, parameters);
+    }
+
+    /**
+     * Marks waiting for the commit of the thread's transaction, per template: written after the commit (before the
+     * key's lock is released, which waits for the transaction's end), dropped on rollback. Only loaded when spring-tx
+     * is on the class path.
+     */
+    private static final class PendingMarks implements org.springframework.transaction.support.TransactionSynchronization {
+
+        private final IdempotencyTemplate template;
+        private final java.util.Map<String, Pending> marks = new java.util.LinkedHashMap<>();
+
+        /** {@code written}: already written inside the transaction, by a store that joins it. */
+        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written) {
+        }
+
+        private PendingMarks(IdempotencyTemplate template) {
+            this.template = template;
+        }
+
+        static boolean transactionActive() {
+            // an actual transaction, not a synchronization scope without one (SUPPORTS outside a transaction): there the
+            // code's writes are committed as they happen, and a mark dropped at the scope's "rollback" would let a
+            // duplicate repeat them
+            return org.springframework.transaction.support.TransactionSynchronizationManager.isSynchronizationActive()
+                    && org.springframework.transaction.support.TransactionSynchronizationManager
+                            .isActualTransactionActive();
+        }
+
+        /** The mark of {@code markKey} the thread's transaction will write, or {@code null}. */
+        static String find(IdempotencyTemplate template, String markKey) {
+            if (!transactionActive()) {
+                return null;
+            }
+            PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
+                    .getResource(template);
+            Pending mark = (pending != null) ? pending.marks.get(markKey) : null;
+            return (mark != null) ? mark.mark() : null;
+        }
+
+        static void add(IdempotencyTemplate template, String key, String markKey, String lockKey, String mark,
+                Duration ttl, boolean written) {
+            PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
+                    .getResource(template);
+            if (pending == null) {
+                pending = new PendingMarks(template);
+                org.springframework.transaction.support.TransactionSynchronizationManager.bindResource(template,
+                        pending);
+                org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
+                        pending);
+            }
+            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written));
+        }
+
+        /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
+        @Override
+        public void suspend() {
+            org.springframework.transaction.support.TransactionSynchronizationManager.unbindResourceIfPossible(template);
+        }
+
+        @Override
+        public void resume() {
+            org.springframework.transaction.support.TransactionSynchronizationManager.bindResource(template, this);
+        }
+
+        /**
+         * Writes the marks of a commit here rather than in {@code afterCommit}: Spring stops calling
+         * {@code afterCommit} callbacks at the first that throws (another library's, say), while every
+         * {@code afterCompletion} is called. Registered during the call, this runs before the lock's own completion
+         * callback (registered when the call returned), so the mark exists before a duplicate can take the lock.
+         */
+        @Override
+        public void afterCompletion(int status) {
+            org.springframework.transaction.support.TransactionSynchronizationManager.unbindResourceIfPossible(template);
+            for (Pending pending : marks.values()) {
+                Unsettled.remove(pending.lockKey());
+            }
+            if (status == STATUS_COMMITTED) {
+                for (java.util.Map.Entry<String, Pending> entry : marks.entrySet()) {
+                    if (entry.getValue().written()) {
+                        continue;
+                    }
+                    // never throws: the transaction has committed, and the caller must see that outcome
+                    template.store(entry.getValue().key(), entry.getKey(), entry.getValue().mark(),
+                            entry.getValue().ttl());
+                }
+            }
+            else if (status == STATUS_UNKNOWN && marks.values().stream().anyMatch(pending -> !pending.written())) {
+                logger.warn("Transaction of idempotent calls " + keys() + " ended in an unknown state (its commit "
+                        + "failed midway): their marks are not stored, so a duplicate runs again; only a unique "
+                        + "constraint in the database tells whether the first call's work was committed");
+            }
+            else if (status == STATUS_ROLLED_BACK && !marks.isEmpty() && logger.isDebugEnabled()) {
+                logger.debug("Transaction of idempotent calls " + keys() + " rolled back: no marks stored");
+            }
+        }
+
+        private java.util.List<String> keys() {
+            return marks.values().stream().map(Pending::key).toList();
+        }
+    }
+
+    /**
+     * The lock keys of idempotent calls on this thread whose outcome is not settled: running, or returned with their
+     * mark waiting for the commit of a transaction (the current one or one suspended by a nested transaction).
+     */
+    private static final class Unsettled {
+
+        private static final ThreadLocal<java.util.Map<String, Integer>> KEYS = ThreadLocal.withInitial(
+                java.util.HashMap::new);
+
+        static boolean contains(String lockKey) {
+            return KEYS.get().containsKey(lockKey);
+        }
+
+        static void add(String lockKey) {
+            KEYS.get().merge(lockKey, 1, Integer::sum);
+        }
+
+        static void remove(String lockKey) {
+            java.util.Map<String, Integer> keys = KEYS.get();
+            keys.computeIfPresent(lockKey, (key, count) -> (count > 1) ? count - 1 : null);
+            if (keys.isEmpty()) {
+                KEYS.remove();
+            }
+        }
     }
 }

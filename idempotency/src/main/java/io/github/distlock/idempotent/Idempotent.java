@@ -28,13 +28,16 @@ import java.lang.annotation.Target;
  * <li>after it failed: runs, unless the failure's type is in {@link #storeFailureFor()}
  * ({@link DuplicateRequestException} naming the failure).
  * </ul>
+ * Inside the caller's transaction, "succeeded" means "committed": the mark is written when that transaction commits,
+ * and not at all when it rolls back, so the redelivery runs; a duplicate before the commit waits for it.
+ * A method whose own {@code @Transactional} suspends the caller's ({@code REQUIRES_NEW}) is marked when it returns.
  * See {@link IdempotencyTemplate} for the states and what a lost mark means (a unique constraint in the database
  * still belongs under work that must never happen twice).
  *
  * <p>The method must be public or protected, not final, not static, called through the Spring proxy, and return a
  * value (not a {@code CompletableFuture}, {@code Mono} or {@code Flux}). Mistakes fail the startup, naming the method.
- * The advice runs outside {@code @Transactional} and {@code @DistributedLock}: the mark is written after the
- * transaction committed, and a replayed duplicate takes none of the method's own locks.
+ * The advice runs outside the method's {@code @Transactional} and {@code @DistributedLock}: the mark is written after
+ * the transaction committed, and a replayed duplicate takes none of the method's own locks.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)
@@ -76,9 +79,13 @@ public @interface Idempotent {
 
     /**
      * What identifies the request behind the key, a SpEL expression over the parameters (often the request body,
-     * {@code #request}), or empty for none. It is evaluated as a key is (a record or value prints itself; an object
-     * whose text would be its identity fails) and the SHA-256 of its text is kept in the mark; a duplicate with the
-     * same key but another fingerprint fails with {@link IdempotencyKeyReusedException} (HTTP 422 in the IETF draft).
+     * {@code #request}), or empty for none. Its value, never its {@code toString()}, is fingerprinted: the SHA-256 of a
+     * canonical encoding (records and other objects by their fields sorted by name, maps by their entries sorted,
+     * sets by content, lists and arrays in order, numbers by value, {@code null} as a value; a {@code String} by its
+     * text) is kept in the mark, and a duplicate with the same key but another fingerprint fails with
+     * {@link IdempotencyKeyReusedException} (HTTP 422 in the IETF draft). A parameter whose type has no content to
+     * compare (no fields, or a JDK type that is not a value) fails the startup; a value that refers to itself fails
+     * the call with {@link IllegalArgumentException}.
      */
     String fingerprint() default "";
 

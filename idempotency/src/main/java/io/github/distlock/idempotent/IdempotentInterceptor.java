@@ -9,6 +9,10 @@ import org.springframework.aop.support.AopUtils;
 /** Runs an {@link Idempotent} method through {@link IdempotencyTemplate}. */
 public class IdempotentInterceptor implements MethodInterceptor {
 
+    private static final boolean TRANSACTIONS_PRESENT = org.springframework.util.ClassUtils.isPresent(
+            "org.springframework.transaction.support.TransactionSynchronizationManager",
+            IdempotentInterceptor.class.getClassLoader());
+
     private final Supplier<IdempotentOperationSource> operations;
     private final Supplier<IdempotencyTemplate> template;
 
@@ -24,6 +28,21 @@ public class IdempotentInterceptor implements MethodInterceptor {
         this.template = template;
     }
 
+    /**
+     * Whether this advice runs inside the method's own transaction (ordered inside {@code @Transactional}): the
+     * transaction on the thread is then the one its work commits with, whatever its propagation. Spring names a
+     * declarative transaction after the method it was begun for.
+     */
+    private static boolean insideOwnTransaction(java.lang.reflect.Method method, Class<?> targetClass) {
+        if (!TRANSACTIONS_PRESENT) {
+            return false;
+        }
+        String name = org.springframework.transaction.support.TransactionSynchronizationManager
+                .getCurrentTransactionName();
+        return name != null && name.equals(org.springframework.util.ClassUtils.getQualifiedMethodName(method,
+                targetClass));
+    }
+
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {
         Object target = invocation.getThis();
@@ -35,6 +54,7 @@ public class IdempotentInterceptor implements MethodInterceptor {
         Object[] args = invocation.getArguments();
         String key = operation.evaluateKey(args, target, targetClass);
         return template.get().execute(key, operation.options(args, target, targetClass), operation.resultType(),
+                operation.joinsCallerTransaction() || insideOwnTransaction(invocation.getMethod(), targetClass),
                 invocation::proceed);
     }
 }

@@ -15,9 +15,12 @@ import org.springframework.core.ResolvableType;
  * @param fingerprint the fingerprint expression, or {@code null}
  * @param options ttl, wait, policy, stored failures and name; no fingerprint (that is per call)
  * @param resultType the method's return type resolved against the target class
+ * @param joinsCallerTransaction whether the method's work commits with its caller's transaction: {@code false} when
+ * its own {@code @Transactional} suspends that transaction ({@code REQUIRES_NEW}, {@code NOT_SUPPORTED},
+ * {@code NEVER}), so its work is committed, or not, when it returns
  */
-record IdempotentOperation(Method method, SharedKeyExpression key, SharedKeyExpression fingerprint,
-        IdempotencyOptions options, ResolvableType resultType) {
+record IdempotentOperation(Method method, SharedKeyExpression key, FingerprintExpression fingerprint,
+        IdempotencyOptions options, ResolvableType resultType, boolean joinsCallerTransaction) {
 
     /** The key of one call. */
     String evaluateKey(Object[] args, Object target, Class<?> targetClass) {
@@ -34,9 +37,16 @@ record IdempotentOperation(Method method, SharedKeyExpression key, SharedKeyExpr
         if (fingerprint == null) {
             return options;
         }
-        Object value = evaluate(fingerprint, args, target, targetClass);
-        return options.withFingerprint((value instanceof List<?> parts) ? String.join("\n",
-                parts.stream().map(String::valueOf).toList()) : value);
+        Object value;
+        try {
+            value = fingerprint.evaluate(method, args, target);
+        }
+        catch (RuntimeException ex) {
+            throw new IllegalArgumentException("@Idempotent on " + describe(method) + ": fingerprint '"
+                    + fingerprint.source() + "' could not be evaluated: " + ex.getMessage(), ex);
+        }
+        // null is a value too (an absent field): empty, so that it is compared rather than skipped
+        return options.withFingerprint((value != null) ? value : java.util.Optional.empty());
     }
 
     private Object evaluate(SharedKeyExpression expression, Object[] args, Object target, Class<?> targetClass) {
@@ -45,6 +55,24 @@ record IdempotentOperation(Method method, SharedKeyExpression key, SharedKeyExpr
         }
         catch (IllegalArgumentException ex) {
             throw new IllegalArgumentException("@Idempotent on " + describe(method) + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    /** The fingerprint expression: SpEL over the parameters, evaluated to the value itself (never its text). */
+    record FingerprintExpression(String source, org.springframework.expression.Expression expression,
+            org.springframework.expression.BeanResolver beanResolver) {
+
+        private static final org.springframework.core.ParameterNameDiscoverer PARAMETER_NAMES =
+                new org.springframework.core.DefaultParameterNameDiscoverer();
+
+        Object evaluate(Method method, Object[] args, Object target) {
+            org.springframework.context.expression.MethodBasedEvaluationContext context =
+                    new org.springframework.context.expression.MethodBasedEvaluationContext(target, method, args,
+                            PARAMETER_NAMES);
+            if (beanResolver != null) {
+                context.setBeanResolver(beanResolver);
+            }
+            return expression.getValue(context);
         }
     }
 

@@ -29,7 +29,7 @@ import org.springframework.util.ClassUtils;
  */
 public class IdempotentOperationSource {
 
-    private static final IdempotentOperation NONE = new IdempotentOperation(null, null, null, null, null);
+    private static final IdempotentOperation NONE = new IdempotentOperation(null, null, null, null, null, true);
 
     private final Map<MethodClassKey, IdempotentOperation> cache = new ConcurrentHashMap<>(32);
     private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
@@ -72,8 +72,8 @@ public class IdempotentOperationSource {
             String[] names = parameterNames.getParameterNames(specific);
             SharedKeyExpression key = SharedKeyExpression.parse(resolve(annotation.key()), specific, targetClass,
                     names, beanResolver);
-            SharedKeyExpression fingerprint = annotation.fingerprint().isBlank() ? null : SharedKeyExpression.parse(
-                    resolve(annotation.fingerprint()), specific, targetClass, names, beanResolver);
+            IdempotentOperation.FingerprintExpression fingerprint = annotation.fingerprint().isBlank() ? null
+                    : fingerprint(resolve(annotation.fingerprint()), specific, names);
             Duration ttl = duration("ttl", annotation.ttl(), defaultTtl);
             if (ttl.compareTo(Duration.ofMillis(1)) < 0) {
                 throw new InvalidAnnotation("ttl = \"" + annotation.ttl() + "\" must be at least 1 ms",
@@ -87,7 +87,8 @@ public class IdempotentOperationSource {
             String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
             IdempotencyOptions options = new IdempotencyOptions(ttl, waitTime, annotation.whileRunning(),
                     List.of(annotation.storeFailureFor()), null, name);
-            return new IdempotentOperation(specific, key, fingerprint, options, resultType(specific, targetClass));
+            return new IdempotentOperation(specific, key, fingerprint, options, resultType(specific, targetClass),
+                    joinsCallerTransaction(specific, targetClass));
         }
         catch (IllegalArgumentException ex) {
             InvalidAnnotation invalid = (ex instanceof InvalidAnnotation own) ? own : new InvalidAnnotation(
@@ -95,6 +96,81 @@ public class IdempotentOperationSource {
                             : "Correct the @Idempotent annotation of the method named above.", ex);
             throw new IllegalStateException("Invalid @Idempotent on " + IdempotentOperation.describe(specific) + ": "
                     + ex.getMessage(), invalid);
+        }
+    }
+
+    /**
+     * The fingerprint expression, parsed; when it names one parameter ({@code #request}, {@code #p0}), that
+     * parameter's declared type is checked now: a type with no content to compare fails the startup.
+     */
+    private IdempotentOperation.FingerprintExpression fingerprint(String source, Method method, String[] names) {
+        org.springframework.expression.Expression expression;
+        try {
+            expression = new org.springframework.expression.spel.standard.SpelExpressionParser()
+                    .parseExpression(source);
+        }
+        catch (org.springframework.expression.ParseException ex) {
+            throw new InvalidAnnotation("fingerprint = \"" + source + "\" is not a valid SpEL expression: "
+                    + ex.getMessage(), "Write the fingerprint as a SpEL expression over the parameters, e.g. "
+                    + "fingerprint = \"#request\"", ex);
+        }
+        java.util.regex.Matcher parameter = java.util.regex.Pattern.compile("#(?:[pa](\\d+)|(\\w+))")
+                .matcher(source.strip());
+        if (parameter.matches()) {
+            int index = -1;
+            if (parameter.group(1) != null) {
+                index = Integer.parseInt(parameter.group(1));
+            }
+            else if (names != null) {
+                index = java.util.Arrays.asList(names).indexOf(parameter.group(2));
+            }
+            if (index < 0 && parameter.group(2) != null && names != null) {
+                throw new InvalidAnnotation("fingerprint = \"" + source + "\" names no parameter of the method "
+                        + "(its parameters: " + String.join(", ", names) + ")",
+                        "Name a parameter of the method, e.g. fingerprint = \"#" + names[0] + "\"");
+            }
+            if (index >= method.getParameterCount()) {
+                throw new InvalidAnnotation("fingerprint = \"" + source + "\" names parameter " + index
+                        + " of a method with " + method.getParameterCount(), "Name a parameter of the method");
+            }
+            if (index >= 0) {
+                String problem = RequestFingerprint.unfingerprintable(method.getParameterTypes()[index]);
+                if (problem != null) {
+                    throw new InvalidAnnotation("fingerprint = \"" + source + "\" cannot be fingerprinted: "
+                            + problem, "Fingerprint the request's content: a record, a class with fields, a map, "
+                            + "or a value such as a String or a number");
+                }
+            }
+        }
+        return new IdempotentOperation.FingerprintExpression(source, expression, beanResolver);
+    }
+
+    /**
+     * Whether the method's own work commits with the transaction of its caller: not when its {@code @Transactional}
+     * suspends that transaction, since then the work is committed before the advice sees the method return.
+     */
+    private static boolean joinsCallerTransaction(Method method, Class<?> targetClass) {
+        if (!ClassUtils.isPresent("org.springframework.transaction.annotation.AnnotationTransactionAttributeSource",
+                IdempotentOperationSource.class.getClassLoader())) {
+            return true;
+        }
+        return TransactionAttributes.joinsCaller(method, targetClass);
+    }
+
+    /** Only loaded when spring-tx is on the class path. */
+    private static final class TransactionAttributes {
+
+        static boolean joinsCaller(Method method, Class<?> targetClass) {
+            org.springframework.transaction.interceptor.TransactionAttribute attribute =
+                    new org.springframework.transaction.annotation.AnnotationTransactionAttributeSource(false)
+                            .getTransactionAttribute(method, targetClass);
+            if (attribute == null) {
+                return true;
+            }
+            int propagation = attribute.getPropagationBehavior();
+            return propagation != org.springframework.transaction.TransactionDefinition.PROPAGATION_REQUIRES_NEW
+                    && propagation != org.springframework.transaction.TransactionDefinition.PROPAGATION_NOT_SUPPORTED
+                    && propagation != org.springframework.transaction.TransactionDefinition.PROPAGATION_NEVER;
         }
     }
 

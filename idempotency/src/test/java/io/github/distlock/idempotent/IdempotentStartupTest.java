@@ -69,6 +69,23 @@ class IdempotentStartupTest {
     }
 
     @Test
+    void aFingerprintOfAParameterWithNoContentFailsNamingTheMethod() {
+        runner.withBean(IdentityFingerprint.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + IdentityFingerprint.class.getName() + ".pay(): "
+                        + "fingerprint = \"#handle\" cannot be fingerprinted: " + Handle.class.getName()
+                        + " has no instance fields: two requests of it differ only by identity"));
+        runner.withBean(JdkFingerprint.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining(JdkFingerprint.class.getName() + ".pay(): fingerprint = \"#p1\" cannot be "
+                        + "fingerprinted: java.io.FileInputStream is not a value"));
+        runner.withBean(UnknownFingerprintParameter.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining(UnknownFingerprintParameter.class.getName() + ".pay(): fingerprint = "
+                        + "\"#body\" names no parameter of the method (its parameters: id, request)"));
+        runner.withBean(BadFingerprintSyntax.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining(BadFingerprintSyntax.class.getName() + ".pay(): fingerprint = \"#request.\" "
+                        + "is not a valid SpEL expression"));
+    }
+
+    @Test
     void aValidAnnotationStarts() {
         runner.withBean(Valid.class).run(context -> assertThat(context).hasNotFailed()
                 .hasSingleBean(IdempotencyTemplate.class));
@@ -117,6 +134,38 @@ class IdempotentStartupTest {
     static class BadTtl {
         @Idempotent(key = "#id", ttl = "soon")
         public String pay(String id) {
+            return id;
+        }
+    }
+
+    /** Nothing but identity to compare. */
+    static final class Handle {
+    }
+
+    static class IdentityFingerprint {
+        @Idempotent(key = "#id", fingerprint = "#handle")
+        public String pay(String id, Handle handle) {
+            return id;
+        }
+    }
+
+    static class JdkFingerprint {
+        @Idempotent(key = "#id", fingerprint = "#p1")
+        public String pay(String id, java.io.FileInputStream body) {
+            return id;
+        }
+    }
+
+    static class UnknownFingerprintParameter {
+        @Idempotent(key = "#id", fingerprint = "#body")
+        public String pay(String id, String request) {
+            return id;
+        }
+    }
+
+    static class BadFingerprintSyntax {
+        @Idempotent(key = "#id", fingerprint = "#request.")
+        public String pay(String id, String request) {
             return id;
         }
     }

@@ -61,9 +61,12 @@ public final class IdempotencyAutoConfiguration {
     @ConditionalOnBean({ LockTemplate.class, IdempotencyStore.class })
     @ConditionalOnMissingBean
     IdempotencyTemplate idempotencyTemplate(LockTemplate locks, IdempotencyStore store,
-            ObjectProvider<JsonMapper> json, IdempotencyProperties properties) {
+            ObjectProvider<JsonMapper> json, IdempotencyProperties properties, Environment environment) {
         // the application's mapper (Spring Boot's, with its modules and settings): results replay as its MVC writes them
-        return new IdempotencyTemplate(locks, store, json.getIfUnique(JsonMapper::shared), properties.getWaitTime());
+        boolean lockHeldUntilTransactionEnds = Binder.get(environment).bind("distlock.release-after-transaction",
+                Boolean.class).orElse(true);
+        return new IdempotencyTemplate(locks, store, json.getIfUnique(JsonMapper::shared), properties.getWaitTime(),
+                lockHeldUntilTransactionEnds);
     }
 
     @Bean
