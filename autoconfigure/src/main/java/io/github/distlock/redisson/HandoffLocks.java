@@ -49,7 +49,10 @@ import org.redisson.client.codec.StringCodec;
  * so the queue never stalls behind a lost message or a dead grantee; (3) a waiter completes once (its
  * {@link Waiter#done} flag): grant message, poll and give-up race for it; (4) a script of a waiter that Redis carries
  * out after the waiter completed (a poll sent before the grant message arrived can run after the caller released the
- * lock, on another pooled connection) is undone once the caller is done with the lock: see {@link Waiter#lateScript}.
+ * lock, on another pooled connection) is undone once the caller is done with the lock: see {@link Waiter#lateScript};
+ * (5) a release that leaves the key free sends Redisson's unlock message on the key's lock channel: the hash is shared
+ * with {@code RLock} (REENTRANT) callers of the key, who otherwise sleep beside a free lock until its time to live or
+ * their wait runs out (see {@link #RELEASE_BODY}).
  */
 final class HandoffLocks {
 
