@@ -50,7 +50,10 @@ import org.redisson.client.codec.StringCodec;
  * so the queue never stalls behind a lost message or a dead grantee; (3) a waiter completes once (its
  * {@link Waiter#done} flag): grant message, poll and give-up race for it; (4) a script of a waiter that Redis carries
  * out after the waiter completed (a poll sent before the grant message arrived can run after the caller released the
- * lock, on another pooled connection) is undone once the caller is done with the lock: see {@link Waiter#lateScript}.
+ * lock, on another pooled connection) is undone once the caller is done with the lock: see {@link Waiter#lateScript};
+ * (5) a release that leaves the key free sends Redisson's unlock message on the key's lock channel: the hash is shared
+ * with {@code RLock} (REENTRANT) callers of the key, who otherwise sleep beside a free lock until its time to live or
+ * their wait runs out (see {@link #RELEASE_BODY}).
  */
 final class HandoffLocks {
 
@@ -220,7 +223,13 @@ final class HandoffLocks {
     /**
      * Releases the lock if ARGV[1] holds it and hands it to the next live waiter; otherwise only takes ARGV[1] out of
      * the queue (a waiter that gives up). KEYS: lock, queue, entries. ARGV: [1] owner field, [2] grant ms, [3] channel
-     * prefix, [4] key. Returns 1 released, 0 not held.
+     * prefix, [4] key, [5] the key's Redisson lock channel, [6] the publish command Redisson subscribes for. Returns 1
+     * released, 0 not held.
+     *
+     * <p>A release that leaves the key free (no live waiter to hand it to) wakes the takers of the key's other exclusive
+     * type: a REENTRANT caller on the same key (same hash) waits for Redisson's unlock message on the lock channel, else
+     * for the lock's time to live or its own wait, whichever ends first — a FAIR holder's release must not leave it
+     * asleep beside a free lock for the rest of that holder's lease. FAIR waiters need no message: they are granted here.
      */
     private static final String RELEASE_BODY = """
             if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
@@ -229,20 +238,23 @@ final class HandoffLocks {
             end
             redis.call('del', KEYS[1])
             hand_off(tonumber(ARGV[2]), ARGV[3], ARGV[4])
+            if redis.call('exists', KEYS[1]) == 0 then
+              redis.call(ARGV[6], ARGV[5], 'UNLOCK_MESSAGE')
+            end
             return 1
-            """;
+            """.replace("UNLOCK_MESSAGE", String.valueOf(org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE));
 
     private static final String RELEASE = "redis.replicate_commands()\n" + FUNCTIONS + RELEASE_BODY;
 
     /**
      * The give-back of a waiter whose caller is done while a script of it may still be on its way (its answer was
-     * lost): RELEASE, and a tombstone (KEYS[6], ARGV[5] ms) that makes every later acquisition script of this owner do
+     * lost): RELEASE, and a tombstone (KEYS[6], ARGV[7] ms) that makes every later acquisition script of this owner do
      * nothing. One answer is enough: what ran before is undone, what runs after does nothing (for the tombstone's
      * life). Without it, a give-back could only try again for a while, and a script delayed past that took the lock for
-     * nobody. KEYS: as ACQUIRE. ARGV: as RELEASE, and [5] the tombstone's life. Returns as RELEASE.
+     * nobody. KEYS: as ACQUIRE. ARGV: as RELEASE, and [7] the tombstone's life. Returns as RELEASE.
      */
     private static final String BURY = "redis.replicate_commands()\n" + FUNCTIONS
-            + "redis.call('set', KEYS[6], '1', 'px', ARGV[5])\n" + RELEASE_BODY;
+            + "redis.call('set', KEYS[6], '1', 'px', ARGV[7])\n" + RELEASE_BODY;
 
     /** Hands a free lock to the next live waiter (after a forced release). KEYS as RELEASE; ARGV [1] grant ms, [2], [3]. */
     private static final String HAND_OFF_IF_FREE = "redis.replicate_commands()\n" + FUNCTIONS + """
@@ -323,6 +335,7 @@ final class HandoffLocks {
     private final RedissonLockProvider provider;
     private final ConcurrentHashMap<Long, Waiter> waiting = new ConcurrentHashMap<>();
     private volatile CompletableFuture<Void> subscription;
+    private volatile String publishCommand;
 
     HandoffLocks(RedissonLockProvider provider, RedissonClient redisson, String clientId, long watchdogMillis,
             ScheduledExecutorService timer) {
@@ -490,13 +503,29 @@ final class HandoffLocks {
     /** Releases {@code field}'s lock and hands it on; or, when not held, takes {@code field} out of the queue. */
     CompletableFuture<Boolean> release(String key, String field) {
         return this.<Long>eval(key, RELEASE, RScript.ReturnType.LONG, keys(key), field, String.valueOf(grantMillis),
-                CHANNEL_PREFIX, key).thenApply(released -> released == 1L);
+                CHANNEL_PREFIX, key, lockChannel(key), publishCommand()).thenApply(released -> released == 1L);
     }
 
     /** {@link #release}, and {@code field}'s tombstone: see {@link #BURY}. */
     CompletableFuture<Boolean> bury(String key, String field) {
         return this.<Long>eval(key, BURY, RScript.ReturnType.LONG, keys(key, field), field, String.valueOf(grantMillis),
-                CHANNEL_PREFIX, key, String.valueOf(TOMBSTONE_MILLIS)).thenApply(released -> released == 1L);
+                CHANNEL_PREFIX, key, lockChannel(key), publishCommand(), String.valueOf(TOMBSTONE_MILLIS))
+                .thenApply(released -> released == 1L);
+    }
+
+    /** The channel Redisson's {@code RLock} waiters of {@code key} listen on for its unlock message. */
+    static String lockChannel(String key) {
+        return RedissonObject.prefixName("redisson_lock__channel", key);
+    }
+
+    /** Redisson's publish command ({@code spublish} with sharded pub/sub), read once. */
+    private String publishCommand() {
+        String command = publishCommand;
+        if (command == null) {
+            command = provider.publishCommand();
+            publishCommand = command;
+        }
+        return command;
     }
 
     /** Extends {@code field}'s lock to {@code leaseMillis} if it still holds it. */

@@ -811,7 +811,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * The command Redisson's own scripts wake waiters with: {@code spublish} where it subscribes with sharded pub/sub
      * (Redis 7 cluster), else {@code publish}. Internal API: {@code publish} when it can't be read.
      */
-    private String publishCommand() {
+    String publishCommand() {
         try {
             if (redisson instanceof org.redisson.Redisson client) {
                 return client.getCommandExecutor().getConnectionManager().getSubscribeService().getPublishCommand();

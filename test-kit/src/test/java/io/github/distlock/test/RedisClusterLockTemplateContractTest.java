@@ -5,6 +5,7 @@ import io.github.distlock.spi.LockProvider;
 import io.github.distlock.testsupport.RedisClusterExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
@@ -57,5 +58,13 @@ class RedisClusterLockTemplateContractTest extends LockTemplateContractTest {
     @Override
     protected LockProvider createSecondInstance() {
         return new RedissonLockProvider(secondClient);
+    }
+
+    /** As on a single server: see RedissonLockTemplateContractTest#aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker. */
+    @Test
+    void aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker() throws Exception {
+        for (int run = 0; run < 4; run++) {
+            assertModelHolds(RedissonLockTemplateContractTest.fairReleasedAfterMinimumHold());
+        }
     }
 }
