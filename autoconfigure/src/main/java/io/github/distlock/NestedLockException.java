@@ -15,9 +15,13 @@ package io.github.distlock;
  * </ul>
  * {@code READ}/{@code WRITE} and {@code REENTRANT}/{@code FAIR} are apart on some backends (on Redis they live in
  * different keys), so one never stands in for the other.
+ *
+ * <p>A programming error, not contention: an {@link IllegalStateException} (as before it had a type of its own), not
+ * a {@link DistributedLockException}, so that a handler mapping "lock busy" to a retry or an HTTP 409 does not hide it.
  */
-public class NestedLockException extends DistributedLockException {
+public class NestedLockException extends IllegalStateException {
 
+    private final String key;
     private final LockType heldType;
     private final LockType requestedType;
     private final int heldPermits;
@@ -32,7 +36,8 @@ public class NestedLockException extends DistributedLockException {
      */
     public NestedLockException(String key, LockType heldType, int heldPermits, LockType requestedType,
             int requestedPermits) {
-        super(key, message(key, heldType, heldPermits, requestedType, requestedPermits), null);
+        super(message(key, heldType, heldPermits, requestedType, requestedPermits));
+        this.key = key;
         this.heldType = heldType;
         this.requestedType = requestedType;
         this.heldPermits = heldPermits;
@@ -46,6 +51,11 @@ public class NestedLockException extends DistributedLockException {
             case WRITE -> requested == LockType.WRITE || requested == LockType.READ;
             case READ -> requested == LockType.READ;
         };
+    }
+
+    /** The full key of the lock, prefix included. */
+    public String getKey() {
+        return key;
     }
 
     /** The type the outer call holds. */

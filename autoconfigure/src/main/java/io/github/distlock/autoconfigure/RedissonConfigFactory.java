@@ -6,6 +6,8 @@ import java.util.List;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.TrustManagerFactory;
 
+import io.github.distlock.spi.LockDurations;
+
 import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
 import org.redisson.config.ConstantDelay;
@@ -21,6 +23,9 @@ import org.springframework.boot.ssl.SslOptions;
  * client name and SSL (an SSL bundle's key and trust managers, protocols and ciphers).
  */
 final class RedissonConfigFactory {
+
+    private static final Duration MAX_INT_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
+
 
     private RedissonConfigFactory() {
     }
@@ -84,13 +89,16 @@ final class RedissonConfigFactory {
                     .setDatabase(standalone.getDatabase());
         }
 
+        // Redisson takes both as an int of milliseconds: checked here, naming the property, rather than an overflow
         Duration timeout = properties.getTimeout();
         if (timeout != null) {
-            server.setTimeout(Math.toIntExact(timeout.toMillis()));
+            server.setTimeout((int) LockDurations.checkedBetween("spring.data.redis.timeout", timeout,
+                    Duration.ofMillis(1), MAX_INT_MILLIS).toMillis());
         }
         Duration connectTimeout = properties.getConnectTimeout();
         if (connectTimeout != null) {
-            server.setConnectTimeout(Math.toIntExact(connectTimeout.toMillis()));
+            server.setConnectTimeout((int) LockDurations.checkedBetween("spring.data.redis.connect-timeout",
+                    connectTimeout, Duration.ofMillis(1), MAX_INT_MILLIS).toMillis());
         }
         if (properties.getClientName() != null) {
             server.setClientName(properties.getClientName());

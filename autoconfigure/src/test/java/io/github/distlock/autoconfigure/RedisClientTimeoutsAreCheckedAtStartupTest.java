@@ -11,8 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The Redis client timeouts distlock hands to Redisson ({@code spring.data.redis.timeout} and
- * {@code connect-timeout}) either work or fail the startup naming the property, as issue 24 asks of every duration a
- * backend takes: never an {@link ArithmeticException} without a name, never a value taken at startup that makes every
+ * {@code connect-timeout}) either work or fail the startup naming the property, as every duration a backend takes
+ * must: never an {@link ArithmeticException} without a name, never a value taken at startup that makes every
  * later lock call fail.
  */
 class RedisClientTimeoutsAreCheckedAtStartupTest {

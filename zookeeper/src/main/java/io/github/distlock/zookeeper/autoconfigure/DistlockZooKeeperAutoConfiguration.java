@@ -62,8 +62,10 @@ public final class DistlockZooKeeperAutoConfiguration {
 
     /** A provider on a client of its own, which it closes when it is closed. */
     static ZooKeeperLockProvider ownClientProvider(DistlockZooKeeperProperties zooKeeper, DistlockProperties distlock) {
+        // a watchdog timeout under the floor (it may be as short as 100 ms) is raised to it, as a server would
         Duration sessionTimeout = (zooKeeper.getSessionTimeout() != null) ? zooKeeper.getSessionTimeout()
-                : distlock.getWatchdogTimeout();
+                : (distlock.getWatchdogTimeout().compareTo(DistlockZooKeeperProperties.MIN_SESSION_TIMEOUT) < 0)
+                        ? DistlockZooKeeperProperties.MIN_SESSION_TIMEOUT : distlock.getWatchdogTimeout();
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zooKeeper.getConnectString())
                 .sessionTimeoutMs((int) sessionTimeout.toMillis())

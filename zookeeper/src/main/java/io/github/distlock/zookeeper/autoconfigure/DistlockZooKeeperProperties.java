@@ -30,10 +30,16 @@ public class DistlockZooKeeperProperties {
     /**
      * The ZooKeeper session timeout, which is how long the lock of a holder that died (or was cut off) lives on:
      * locks are ephemeral nodes of the session. Not set: {@code distlock.watchdog-timeout}, so that the setting means
-     * the same on every backend. The server bounds it (by default 2 to 20 ticks: 4 s to 40 s); the granted value is
+     * the same on every backend; at least 1 s either way. The server bounds it (by default 2 to 20 ticks: 4 s to 40 s); the granted value is
      * logged when it differs.
      */
     private Duration sessionTimeout;
+
+    /**
+     * The shortest session timeout taken: a client given less cannot connect in time (servers grant at least two
+     * ticks, 4 s by default, anyway).
+     */
+    static final Duration MIN_SESSION_TIMEOUT = Duration.ofSeconds(1);
 
     /** How long to wait for a connection to the ensemble before an operation fails. */
     private Duration connectionTimeout = Duration.ofSeconds(15);
@@ -57,9 +63,11 @@ public class DistlockZooKeeperProperties {
     }
 
     public void setSessionTimeout(Duration sessionTimeout) {
-        // ZooKeeper counts it in an int of milliseconds; toMillis() itself throws for the largest durations
+        // ZooKeeper counts it in an int of milliseconds (toMillis() itself throws for the largest durations); below
+        // MIN_SESSION_TIMEOUT the client gives up connecting (it allows session timeout / servers for it) before any
+        // server answers, and every lock call fails with a connection loss
         this.sessionTimeout = (sessionTimeout != null) ? LockDurations.checkedBetween(
-                "distlock.zookeeper.session-timeout", sessionTimeout, Duration.ofMillis(1), MAX_INT_MILLIS) : null;
+                "distlock.zookeeper.session-timeout", sessionTimeout, MIN_SESSION_TIMEOUT, MAX_INT_MILLIS) : null;
     }
 
     public Duration getConnectionTimeout() {

@@ -26,8 +26,8 @@ import java.util.List;
 import io.github.distlock.LockOptions;
 
 /**
- * Issue 24: a backend property the startup takes either works or fails the startup naming it, never a value taken
- * at startup that makes every later call fail. {@code distlock.zookeeper.session-timeout} is accepted from 1 ms, on a
+ * A backend property the startup takes either works or fails the startup naming it, never a value taken
+ * at startup that makes every later call fail. {@code distlock.zookeeper.session-timeout} at 1 ms, on a
  * real ZooKeeper server (curator-test).
  */
 class ZooKeeperSessionTimeoutTakenAtStartupLetsCallsRunTest {

@@ -19,14 +19,14 @@ class ZooKeeperTimeoutsAreCheckedNamingThePropertyTest {
     void theLargestSessionAndConnectionTimeoutsAreRefusedNamingTheProperty() {
         DistlockZooKeeperProperties properties = new DistlockZooKeeperProperties();
         assertThatThrownBy(() -> properties.setSessionTimeout(LARGEST)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("distlock.zookeeper.session-timeout must be between PT0.001S and "
+                .hasMessage("distlock.zookeeper.session-timeout must be between PT1S and "
                         + Duration.ofMillis(Integer.MAX_VALUE) + ", was " + LARGEST);
         assertThatThrownBy(() -> properties.setConnectionTimeout(LARGEST)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("distlock.zookeeper.connection-timeout must be between PT0.001S and "
                         + Duration.ofMillis(Integer.MAX_VALUE) + ", was " + LARGEST);
         assertThatThrownBy(() -> properties.setSessionTimeout(Duration.ofNanos(999_999)))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("distlock.zookeeper.session-timeout must be between PT0.001S");
+                .hasMessageStartingWith("distlock.zookeeper.session-timeout must be between PT1S");
         properties.setSessionTimeout(Duration.ofMillis(Integer.MAX_VALUE));
         assertThat(properties.getSessionTimeout()).isEqualTo(Duration.ofMillis(Integer.MAX_VALUE));
     }
