@@ -3,13 +3,17 @@ package io.github.distlock.idempotent;
 import java.time.Duration;
 import java.util.List;
 
+import io.github.distlock.spi.LockDurations;
+
 /**
  * How one idempotent call keeps its mark and treats duplicates.
  *
  * @param ttl how long the "done" mark (and the stored result) lives after the call finished: a duplicate within it
- * gets the first call's outcome, one after it runs again. At least 1 ms.
+ * gets the first call's outcome, one after it runs again. At least 1 ms; longer than {@link LockDurations#FOR_EVER}
+ * (a hundred years: {@code Long.MAX_VALUE} of any unit, the largest {@code Duration}) is kept as {@code FOR_EVER}.
  * @param waitTime how long a duplicate waits for a first call that is still running ({@link WhileRunning#WAIT});
- * {@code null} uses {@code distlock.idempotency.wait-time}; ignored with {@link WhileRunning#REFUSE}
+ * {@code null} uses {@code distlock.idempotency.wait-time}; ignored with {@link WhileRunning#REFUSE}. 0 or at least
+ * 1 ms; longer than {@link LockDurations#FOR_EVER} is kept as {@code FOR_EVER}, a wait until the running call ends.
  * @param whileRunning what a duplicate gets while the first call runs; {@code null} means {@link WhileRunning#WAIT}
  * @param storeFailureFor exceptions (with their subclasses) that are a final outcome: a call failing with one stores a
  * mark as a success does, and duplicates get {@link DuplicateRequestException}; any other failure stores nothing, so
@@ -26,13 +30,9 @@ public record IdempotencyOptions(Duration ttl, Duration waitTime, WhileRunning w
     public static final String UNNAMED = "idempotent";
 
     public IdempotencyOptions {
-        if (ttl == null || ttl.isNegative() || ttl.compareTo(Duration.ofMillis(1)) < 0) {
-            throw new IllegalArgumentException("ttl must be at least 1 ms, was " + ttl);
-        }
-        if (waitTime != null && (waitTime.isNegative()
-                || (!waitTime.isZero() && waitTime.compareTo(Duration.ofMillis(1)) < 0))) {
-            throw new IllegalArgumentException("waitTime must be 0 or at least 1 ms, was " + waitTime);
-        }
+        // capped here, once, so that no store, lock or message downstream converts a duration beyond FOR_EVER
+        ttl = LockDurations.checkedPositive("ttl", ttl);
+        waitTime = LockDurations.checked("waitTime", waitTime, "0");
         whileRunning = (whileRunning != null) ? whileRunning : WhileRunning.WAIT;
         storeFailureFor = (storeFailureFor != null) ? List.copyOf(storeFailureFor) : List.of();
         if (name != null && name.isBlank()) {

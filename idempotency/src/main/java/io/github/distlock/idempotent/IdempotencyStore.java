@@ -11,6 +11,10 @@ import java.time.Duration;
  * duplicates. Each method is one atomic operation of the store: a reader must see either the whole mark or none, and
  * a mark must never outlive its time to live. An implementation that loses marks (eviction, a failover that drops
  * recent writes) lets a duplicate run again.
+ *
+ * <p>Every {@code ttl} the template passes is at least 1 ms and at most
+ * {@link io.github.distlock.spi.LockDurations#FOR_EVER} (a hundred years): a store counting in milliseconds or
+ * microseconds since the epoch can take it without overflowing.
  */
 public interface IdempotencyStore {
 

@@ -13,6 +13,7 @@ import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.LockType;
+import io.github.distlock.spi.LockDurations;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.core.ResolvableType;
@@ -96,7 +97,9 @@ public class IdempotencyTemplate {
      * @param locks the lock a key is processed under
      * @param store where the marks live
      * @param json the application's mapper: results are stored and replayed through it
-     * @param defaultWait how long a duplicate waits for a running call when its options name no wait
+     * @param defaultWait how long a duplicate waits for a running call when its options name no wait: 0 or at least
+     * 1 ms (else {@link IllegalArgumentException}); longer than {@link LockDurations#FOR_EVER} is kept as
+     * {@code FOR_EVER}
      */
     public IdempotencyTemplate(LockTemplate locks, IdempotencyStore store, JsonMapper json, Duration defaultWait) {
         this(locks, store, json, defaultWait, true);
@@ -106,7 +109,9 @@ public class IdempotencyTemplate {
      * @param locks the lock a key is processed under
      * @param store where the marks live
      * @param json the application's mapper: results are stored and replayed through it
-     * @param defaultWait how long a duplicate waits for a running call when its options name no wait
+     * @param defaultWait how long a duplicate waits for a running call when its options name no wait: 0 or at least
+     * 1 ms (else {@link IllegalArgumentException}); longer than {@link LockDurations#FOR_EVER} is kept as
+     * {@code FOR_EVER}
      * @param lockHeldUntilTransactionEnds whether {@code locks} keeps a lock taken inside a Spring transaction until
      * that transaction completes ({@code distlock.release-after-transaction}). When it does not, a call inside a
      * transaction is refused: its mark waits for the commit, and a duplicate taking the released lock before it would
@@ -117,7 +122,9 @@ public class IdempotencyTemplate {
         this.locks = java.util.Objects.requireNonNull(locks, "locks");
         this.store = java.util.Objects.requireNonNull(store, "store");
         this.json = java.util.Objects.requireNonNull(json, "json");
-        this.defaultWait = java.util.Objects.requireNonNull(defaultWait, "defaultWait");
+        // checked here, not on every call: a wait the lock refuses would otherwise fail each call instead
+        this.defaultWait = LockDurations.checked("defaultWait", java.util.Objects.requireNonNull(defaultWait,
+                "defaultWait"), "0");
         this.lockHeldUntilTransactionEnds = lockHeldUntilTransactionEnds;
     }
 

@@ -57,7 +57,9 @@ public @interface Idempotent {
     /**
      * How long the mark lives after a call finished, as a duration ({@code "24h"}, {@code "10m"}, {@code "PT1H"}, a
      * {@code ${...}} placeholder; a bare number is seconds). Empty: {@code distlock.idempotency.ttl} (24 hours).
-     * Choose it longer than the longest time a client may retry.
+     * Choose it longer than the longest time a client may retry. At least 1 ms (else the startup fails naming the
+     * method); longer than a hundred years ({@code "9223372036854775807s"}) is kept as
+     * {@link io.github.distlock.spi.LockDurations#FOR_EVER}, a hundred years.
      */
     String ttl() default "";
 
@@ -66,7 +68,8 @@ public @interface Idempotent {
 
     /**
      * How long a duplicate waits for a running first call ({@link WhileRunning#WAIT} only), as a duration. Empty:
-     * {@code distlock.idempotency.wait-time} (30 seconds).
+     * {@code distlock.idempotency.wait-time} (30 seconds). 0 or at least 1 ms (else the startup fails naming the
+     * method); longer than a hundred years waits until the running call ends.
      */
     String waitTime() default "";
 

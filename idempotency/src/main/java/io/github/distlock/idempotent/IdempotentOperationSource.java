@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 
 import io.github.distlock.aop.SharedKeyExpression;
+import io.github.distlock.spi.LockDurations;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.convert.DurationStyle;
@@ -228,7 +229,8 @@ public class IdempotentOperationSource {
             throw new InvalidAnnotation(attribute + " = \"" + text + "\" must be 0 or at least 1 ms",
                     "Use 0 or a duration of at least one millisecond");
         }
-        return duration;
+        // "9223372036854775807s" parses (a Duration holds it) but no store or lock counts it: for ever is FOR_EVER
+        return LockDurations.capped(duration);
     }
 
     private String resolve(String text) {

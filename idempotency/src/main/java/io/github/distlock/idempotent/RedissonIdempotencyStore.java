@@ -2,6 +2,7 @@ package io.github.distlock.idempotent;
 
 import java.time.Duration;
 
+import io.github.distlock.spi.LockDurations;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 
@@ -24,13 +25,22 @@ public final class RedissonIdempotencyStore implements IdempotencyStore {
 
     @Override
     public void put(String key, String mark, Duration ttl) {
-        redisson.<String>getBucket(key, StringCodec.INSTANCE).set(mark, ttl);
+        redisson.<String>getBucket(key, StringCodec.INSTANCE).set(mark, px(ttl));
     }
 
     /** {@code SET key mark PX ttl NX}. */
     @Override
     public boolean putIfAbsent(String key, String mark, Duration ttl) {
-        return redisson.<String>getBucket(key, StringCodec.INSTANCE).setIfAbsent(mark, ttl);
+        return redisson.<String>getBucket(key, StringCodec.INSTANCE).setIfAbsent(mark, px(ttl));
+    }
+
+    /**
+     * {@code ttl} as Redis will count it: whole milliseconds, rounded up (a mark never lives shorter than asked) and at
+     * most {@link LockDurations#FOR_EVER}. Redisson takes {@code ttl.toMillis()}, which throws for a {@code Duration}
+     * beyond {@code Long.MAX_VALUE} ms; that would come after the code ran, and leave no mark.
+     */
+    private static Duration px(Duration ttl) {
+        return Duration.ofMillis(LockDurations.ceilMillis(LockDurations.toNanos(ttl)));
     }
 
     @Override

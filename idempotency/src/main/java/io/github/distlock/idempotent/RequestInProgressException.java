@@ -2,6 +2,8 @@ package io.github.distlock.idempotent;
 
 import java.time.Duration;
 
+import io.github.distlock.spi.LockDurations;
+
 /**
  * The first call with this key is still running: this duplicate was refused ({@link WhileRunning#REFUSE}) or waited
  * for it longer than its wait time ({@link WhileRunning#WAIT}). The code did not run; a later retry gets the first
@@ -18,7 +20,9 @@ public class RequestInProgressException extends IdempotencyException {
      */
     public RequestInProgressException(String key, Duration waitTime, Throwable cause) {
         super(key, "A call with idempotency key '" + key + "' is still running" + (waitTime.isZero()
-                ? "; this duplicate was refused" : " after waiting " + waitTime.toMillis() + " ms for it")
+                ? "; this duplicate was refused"
+                // saturating: a wait given as the largest Duration (waited up to FOR_EVER) has no long of ms
+                : " after waiting " + LockDurations.ceilMillis(LockDurations.toNanos(waitTime)) + " ms for it")
                 + ". Retry later for its result.", cause);
         this.waitTime = waitTime;
     }
