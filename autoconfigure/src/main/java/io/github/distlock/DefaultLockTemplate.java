@@ -48,6 +48,14 @@ import org.springframework.util.ClassUtils;
  * outer hold gives it (same permits; {@code REENTRANT}/{@code FAIR} inside either, {@code READ} or {@code WRITE} inside
  * {@code WRITE}, {@code READ} inside {@code READ}); any other is refused with a {@link NestedLockException}.
  *
+ * <p>Asynchronous calls never re-enter: their locks outlive the calling thread's call. {@link #executeAsync} on a key
+ * this thread holds (in a call, or until its transaction ends) is refused at once: it takes its keys for a new owner
+ * while the calling thread waits, so it would wait for its own thread. The returned future fails with a
+ * {@link NestedLockException} naming the key; nothing is thrown and the action does not run. {@link #acquireAsync}
+ * does not block the calling thread and is not refused: its acquisition is another owner's, queued behind this
+ * thread's hold and granted once that is released, so waiting for it inside the hold ({@code join}, {@code block})
+ * waits for the caller itself.
+ *
  * <p>Several keys are taken one after the other in their natural order, all within one wait; the first that can't be
  * had releases those taken before it. Asynchronous acquisitions ({@link #acquireAsync}) run on the provider's
  * futures, never blocking a thread; the blocking calls wait on the same futures.
@@ -322,6 +330,11 @@ public class DefaultLockTemplate implements LockTemplate {
         Objects.requireNonNull(action, "action");
         String[] fullKeys = fullKeys(keys);
         checkSupported(options);
+        // before taking anything: on a key this thread holds, the blocking take below would wait for this thread
+        NestedLockException nested = LockContext.refuseAsync(provider, fullKeys, options.type(), options.permits());
+        if (nested != null) {
+            return CompletableFuture.failedFuture(nested);
+        }
         Taken taken;
         try {
             taken = takeBlocking(fullKeys, options);

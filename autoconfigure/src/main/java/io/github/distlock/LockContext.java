@@ -21,13 +21,37 @@ public final class LockContext {
     record Frame(Object scope, String key, LockHandle handle, LockType type, int permits, Frame outer) {
     }
 
-    private static final ThreadLocal<Frame> FRAMES = new ThreadLocal<>();
-
     /**
-     * Locks whose release waits for the end of this thread's transaction: their calls have returned, but a later call
-     * in the same transaction must re-enter them instead of waiting for itself. Cleared when the transaction ends.
+     * This thread's frames: the calls it runs under a lock ({@code frames}, innermost first) and the locks whose
+     * release waits for the end of its transaction ({@code deferred}): their calls have returned, but a later call in
+     * the same transaction must not wait for itself on them. Cleared when the transaction ends.
+     *
+     * <p>One thread-local for both, set only while either is non-empty (removed as soon as both are empty): a thread
+     * that holds nothing answers every question here with one {@code ThreadLocal} read, which is the cost of every
+     * lock call that is not nested.
      */
-    private static final ThreadLocal<Frame> DEFERRED = new ThreadLocal<>();
+    private static final class Held {
+
+        Frame frames;
+
+        Frame deferred;
+
+        Frame find(Object scope, String fullKey) {
+            Frame found = find(frames, scope, fullKey);
+            return (found != null) ? found : find(deferred, scope, fullKey);
+        }
+
+        private static Frame find(Frame innermost, Object scope, String fullKey) {
+            for (Frame frame = innermost; frame != null; frame = frame.outer()) {
+                if (frame.key().equals(fullKey) && (scope == null || frame.scope() == scope)) {
+                    return frame;
+                }
+            }
+            return null;
+        }
+    }
+
+    private static final ThreadLocal<Held> HELD = new ThreadLocal<>();
 
     private LockContext() {
     }
@@ -41,7 +65,8 @@ public final class LockContext {
      * sees too from then on.
      */
     public static OptionalLong fencingToken() {
-        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
+        Held held = HELD.get();
+        for (Frame frame = (held != null) ? held.frames : null; frame != null; frame = frame.outer()) {
             long token = frame.handle().fencingToken();
             if (token >= 0) {
                 return OptionalLong.of(token);
@@ -66,12 +91,16 @@ public final class LockContext {
      */
     public static java.util.List<String> heldKeys() {
         java.util.List<String> keys = new java.util.ArrayList<>();
-        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
+        Held held = HELD.get();
+        if (held == null) {
+            return keys;
+        }
+        for (Frame frame = held.frames; frame != null; frame = frame.outer()) {
             if (!keys.contains(frame.key())) {
                 keys.add(frame.key());
             }
         }
-        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
+        for (Frame frame = held.deferred; frame != null; frame = frame.outer()) {
             if (!keys.contains(frame.key())) {
                 keys.add(frame.key());
             }
@@ -100,37 +129,103 @@ public final class LockContext {
         return frame;
     }
 
-    /** The frame of {@code fullKey} taken through {@code scope} (any scope when {@code null}). */
-    private static Frame find(Object scope, String fullKey) {
-        for (Frame frame = FRAMES.get(); frame != null; frame = frame.outer()) {
-            if (frame.key().equals(fullKey) && (scope == null || frame.scope() == scope)) {
-                return frame;
-            }
+    /**
+     * Refuses an asynchronous call ({@link LockTemplate#executeAsync}) on keys of which this thread holds one through
+     * {@code scope}, or returns {@code null} when it holds none of them (one {@code ThreadLocal} read when it holds
+     * nothing at all).
+     *
+     * <p>Why: an asynchronous call never re-enters (its lock outlives this thread's call, until its stage completes, so
+     * it can't be the outer call's hold), and {@code executeAsync} takes its keys for a new owner while the calling
+     * thread waits: on a key this thread holds, under a call or until its transaction ends, it would wait for its own
+     * thread, which waits for it (for ever with a wait of FOR_EVER, then "another caller held it"). Every type and
+     * permits count alike: whether a new owner would be let in beside this thread's hold differs between backends
+     * (lock families apart or one, readers joining past a queued writer or not), and the refusal does not.
+     *
+     * @return the exception the call fails with, naming the first such key, or {@code null}
+     */
+    static NestedLockException refuseAsync(Object scope, String[] fullKeys, LockType type, int permits) {
+        Held held = HELD.get();
+        if (held == null) {
+            return null;
         }
-        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
-            if (frame.key().equals(fullKey) && (scope == null || frame.scope() == scope)) {
-                return frame;
+        for (String fullKey : fullKeys) {
+            Frame frame = held.find(scope, fullKey);
+            if (frame != null) {
+                return new AsyncNestedLockException(fullKey, frame.type(), frame.permits(), type, permits);
             }
         }
         return null;
     }
 
+    /**
+     * The refusal of {@link #refuseAsync}: a {@link NestedLockException} (what callers catch for every nested call that
+     * can't run) whose message says why this one can't, since the hold may well be of the type it asks for.
+     */
+    private static final class AsyncNestedLockException extends NestedLockException {
+
+        private final String message;
+
+        AsyncNestedLockException(String fullKey, LockType heldType, int heldPermits, LockType requestedType,
+                int requestedPermits) {
+            super(fullKey, heldType, heldPermits, requestedType, requestedPermits);
+            this.message = "Lock '" + fullKey + "' is held (" + heldType + ((heldPermits > 1) ? ", permits = "
+                    + heldPermits : "") + ") by a call on this thread, or until its transaction ends; an asynchronous "
+                    + "call (executeAsync, or a method returning a CompletionStage) on it never re-enters, and taking it "
+                    + "for a new owner would wait for this very thread, so it is refused. Make the asynchronous call "
+                    + "outside the hold, or lock another key.";
+        }
+
+        @Override
+        public String getMessage() {
+            return message;
+        }
+    }
+
+    /** The frame of {@code fullKey} taken through {@code scope} (any scope when {@code null}). */
+    private static Frame find(Object scope, String fullKey) {
+        Held held = HELD.get();
+        return (held != null) ? held.find(scope, fullKey) : null;
+    }
+
+    /** This thread's {@link Held}, created when it holds nothing yet. */
+    private static Held held() {
+        Held held = HELD.get();
+        if (held == null) {
+            held = new Held();
+            HELD.set(held);
+        }
+        return held;
+    }
+
+    /** Keeps the invariant of {@link Held}: a thread that holds nothing has no thread-local value. */
+    private static void forgetIfEmpty(Held held) {
+        if (held.frames == null && held.deferred == null) {
+            HELD.remove();
+        }
+    }
+
     static Frame enter(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
-        Frame frame = new Frame(scope, fullKey, handle, type, permits, FRAMES.get());
-        FRAMES.set(frame);
+        Held held = held();
+        Frame frame = new Frame(scope, fullKey, handle, type, permits, held.frames);
+        held.frames = frame;
         return frame;
     }
 
-    /** Keeps {@code fullKey} re-enterable by this thread until {@link #clearDeferred()}: see {@link #DEFERRED}. */
+    /** Keeps {@code fullKey} re-enterable by this thread until {@link #undefer}: see {@link Held}. */
     static void defer(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
-        DEFERRED.set(new Frame(scope, fullKey, handle, type, permits, DEFERRED.get()));
+        Held held = held();
+        held.deferred = new Frame(scope, fullKey, handle, type, permits, held.deferred);
     }
 
     /** Ends what {@link #defer} began for these handles (one transaction's; an outer one's stay). */
     static void undefer(LockHandle[] handles) {
+        Held held = HELD.get();
+        if (held == null) {
+            return;
+        }
         Frame kept = null;
         java.util.ArrayDeque<Frame> frames = new java.util.ArrayDeque<>();
-        for (Frame frame = DEFERRED.get(); frame != null; frame = frame.outer()) {
+        for (Frame frame = held.deferred; frame != null; frame = frame.outer()) {
             frames.push(frame);
         }
         while (!frames.isEmpty()) {
@@ -139,20 +234,16 @@ public final class LockContext {
                 kept = new Frame(frame.scope(), frame.key(), frame.handle(), frame.type(), frame.permits(), kept);
             }
         }
-        if (kept != null) {
-            DEFERRED.set(kept);
-        }
-        else {
-            DEFERRED.remove();
-        }
+        held.deferred = kept;
+        forgetIfEmpty(held);
     }
 
     static void exit(Frame frame) {
-        if (frame.outer() != null) {
-            FRAMES.set(frame.outer());
+        Held held = HELD.get();
+        if (held == null) {
+            return;
         }
-        else {
-            FRAMES.remove();
-        }
+        held.frames = frame.outer();
+        forgetIfEmpty(held);
     }
 }

@@ -29,7 +29,9 @@ import java.util.function.Supplier;
  * <p>A nested call on a key this thread already holds re-enters the lock: the outer call's lease, owner and fencing
  * token stay as they are, whatever options the nested call names; the backend is only asked whether the outer call
  * still holds the lock (a lost one makes the nested call fail). A nested
- * exclusive call on a key held for {@link LockType#READ} fails at once instead of waiting for itself.
+ * exclusive call on a key held for {@link LockType#READ} fails at once instead of waiting for itself. Asynchronous
+ * calls never re-enter; {@link #executeAsync} on a key this thread holds fails at once (in its future) with
+ * {@link NestedLockException}.
  */
 public interface LockTemplate {
 
@@ -86,7 +88,12 @@ public interface LockTemplate {
      * thread as {@link #execute} does (one round trip with the default wait of 0) and {@code action} runs on the
      * calling thread. The returned future completes, after the release, with the stage's outcome; it fails with
      * {@link LockAcquisitionException} or {@link LockBackendException} when the lock could not be had (the action then
-     * did not run). Cancelling it cancels the action's stage and releases the lock. Not re-entrant.
+     * did not run). Cancelling it cancels the action's stage and releases the lock.
+     *
+     * <p>Not re-entrant: the lock outlives the calling thread's call, so it is always taken for a new owner. Made where
+     * the calling thread holds one of the keys itself (a nested call, or a lock whose release waits for the end of
+     * the thread's transaction), it would wait for its own thread; it is refused at once instead: the returned future
+     * fails with {@link NestedLockException} naming the key (nothing is thrown), and {@code action} does not run.
      */
     default <T> CompletableFuture<T> executeAsync(String key, LockOptions options,
             Supplier<? extends CompletionStage<T>> action) {
@@ -103,6 +110,10 @@ public interface LockTemplate {
      * the held lock, which the caller must release; exceptionally with {@link LockAcquisitionException} when another
      * holder kept a key for the whole wait, or {@link LockBackendException}. Cancelling the future gives back whatever
      * it still acquires. It may complete on a backend thread: keep what runs there short and non-blocking.
+     *
+     * <p>Not re-entrant, and not refused on a key the calling thread holds: it never blocks that thread, so its
+     * acquisition (another owner's) just queues behind the hold and is granted once the hold is released. Waiting for
+     * the future while still holding the key ({@code join()}, {@code block()}) waits for the caller itself.
      *
      * <p>A cancellation that comes after the future completed cancels nothing: the lock is the caller's. Beware of
      * {@code Mono.fromFuture(acquireAsync(...))}: Reactor drops a value that arrives as the subscriber cancels, and

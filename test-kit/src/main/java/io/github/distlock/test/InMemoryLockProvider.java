@@ -39,7 +39,9 @@ import io.github.distlock.spi.LockRequest;
  * a newcomer never overtakes a queued {@code FAIR} waiter), {@code READ} (shared) and {@code WRITE} (exclusive); locks
  * of one key exclude each other across types, as {@link LockType} describes, and readers may join while a writer
  * waits, as on Redis;</li>
- * <li>a waiter whose future is cancelled leaves the queue at once and never ends up holding the lock.</li>
+ * <li>a waiter whose future is cancelled leaves the queue at once and never ends up holding the lock;</li>
+ * <li>a queued waiter's future is completed on a thread of the provider, as a real backend completes it on its own,
+ * never on the thread whose release granted it (whose lock calls its continuations would otherwise run inside).</li>
  * </ul>
  *
  * <p>Use it as the {@link LockProvider} bean of a test (Spring Boot's auto-configuration then builds the template on
@@ -82,8 +84,10 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     private final Map<String, String> closedKeys = new HashMap<>();
     private final ScheduledThreadPoolExecutor timer;
     /**
-     * Loss reports and the completions the timer causes run here, never on the timer: a callback that blocks must not
-     * hold up expiries or wait timeouts.
+     * Loss reports, the completions the timer causes and every grant to a queued waiter run here, never on the timer
+     * nor on the thread whose release (or cancellation, or expiry) made the grant: see {@link Grant}. A callback that
+     * blocks must not hold up expiries or wait timeouts. Daemon threads, started on demand and gone when idle; stopped
+     * by {@link #close()}.
      */
     private final ExecutorService callbacks;
     private volatile boolean closed;
@@ -172,7 +176,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         finally {
             mutex.unlock();
         }
-        afterwards.forEach(Runnable::run);
+        runAfterwards(afterwards).join();
         // a caller that stops waiting leaves the queue now, not when its wait would have run out
         future.whenComplete((handle, failure) -> {
             if (future.isCancelled()) {
@@ -222,6 +226,65 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         finally {
             mutex.unlock();
         }
+    }
+
+    /**
+     * A grant to a queued waiter, run from {@code afterwards}: hands {@code hold} over on a callback thread, and
+     * {@link #delivered} completes once it has (the waiter's future completed, and with it the continuations that run
+     * where it is completed).
+     *
+     * <p>Why another thread: another caller's release (or cancellation, or expiry) made the grant, and completed on
+     * that caller's thread, the waiter's continuations would run inside that caller's lock calls and re-enter its
+     * other locks through {@link io.github.distlock.LockContext} (which re-enters per thread) while another owner holds
+     * them. Real backends complete on their own threads; so does this one. Only a request granted at once, in
+     * {@link #acquire}, is completed on its own caller's thread.
+     *
+     * <p>Why {@code delivered}: a release (and the other calls that grant) still answers only once its grants have been
+     * handed over, as when it ran them itself, so a test that has released sees the next holder told. The price, as
+     * before: a waiter's continuation that blocks holds up the release that granted it. Keep continuations short and
+     * non-blocking, as {@link io.github.distlock.LockTemplate#acquireAsync} asks.
+     */
+    private final class Grant implements Runnable {
+
+        private final CompletableFuture<LockHandle> future;
+        private final Hold hold;
+        final CompletableFuture<Void> delivered = new CompletableFuture<>();
+
+        Grant(CompletableFuture<LockHandle> future, Hold hold) {
+            this.future = future;
+            this.hold = hold;
+        }
+
+        @Override
+        public void run() {
+            try {
+                callbacks.execute(this::deliver);
+            }
+            catch (java.util.concurrent.RejectedExecutionException closed) {
+                // closed meanwhile (its waiters were failed then): answer here rather than leave the hold to nobody
+                deliver();
+            }
+        }
+
+        private void deliver() {
+            try {
+                complete(future, hold);
+            }
+            finally {
+                delivered.complete(null);
+            }
+        }
+    }
+
+    /**
+     * Runs what was decided under the mutex, outside it; the future completes when every {@link Grant} among it has
+     * been handed over.
+     */
+    private static CompletableFuture<Void> runAfterwards(List<Runnable> afterwards) {
+        afterwards.forEach(Runnable::run);
+        CompletableFuture<?>[] grants = afterwards.stream().filter(Grant.class::isInstance)
+                .map(grant -> ((Grant) grant).delivered).toArray(CompletableFuture<?>[]::new);
+        return (grants.length == 0) ? CompletableFuture.completedFuture(null) : CompletableFuture.allOf(grants);
     }
 
     /** Hands {@code hold} to its caller, or gives it back when the caller stopped waiting (cancelled) meanwhile. */
@@ -291,7 +354,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
                 it.remove();
                 waiter.timeout.cancel(false);
                 Hold hold = take(state, waiter.request, now);
-                afterwards.add(() -> complete(waiter.future, hold));
+                afterwards.add(new Grant(waiter.future, hold));
             }
         }
     }
@@ -381,7 +444,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         finally {
             mutex.unlock();
         }
-        afterwards.forEach(Runnable::run);
+        runAfterwards(afterwards).join();
     }
 
     private void forgetIfIdle(KeyState state) {
@@ -414,7 +477,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         finally {
             mutex.unlock();
         }
-        afterwards.forEach(Runnable::run);
+        runAfterwards(afterwards).join();
         return locked;
     }
 
@@ -461,7 +524,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         finally {
             mutex.unlock();
         }
-        afterwards.forEach(Runnable::run);
+        runAfterwards(afterwards).join();
         taken.forEach(hold -> hold.handle.fireLost());
         return !taken.isEmpty();
     }
@@ -645,8 +708,9 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
             finally {
                 mutex.unlock();
             }
-            afterwards.forEach(Runnable::run);
-            return CompletableFuture.completedFuture(released);
+            CompletableFuture<Void> delivered = runAfterwards(afterwards);
+            return delivered.isDone() ? CompletableFuture.completedFuture(released)
+                    : delivered.thenApply(ignored -> released);
         }
 
         @Override

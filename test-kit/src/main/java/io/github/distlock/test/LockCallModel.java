@@ -328,10 +328,15 @@ public final class LockCallModel {
         boolean async = call.shape() == Shape.ASYNC;
         List<String> missing = new ArrayList<>();
         for (String key : new TreeSet<>(call.keys())) {
-            Hold hold = async ? null : held.get(key);
+            Hold hold = held.get(key);
             if (hold == null) {
                 missing.add(key);
                 continue;
+            }
+            if (async) {
+                // executeAsync never re-enters, and taking the key for a new owner would wait for this very thread
+                allowed.add(Outcome.NESTED);
+                return allowed;
             }
             if (hold.permits() != opts.permits() || !NestedLockException.reenters(hold.type(), opts.type())) {
                 allowed.add(Outcome.NESTED);
@@ -344,12 +349,6 @@ public final class LockCallModel {
         boolean mayBeBusy = false;
         boolean mustBeBusy = false;
         for (String key : missing) {
-            if (held.containsKey(key)) {
-                // an asynchronous call never re-enters: it waits for this thread's own hold like any other owner
-                Hold own = held.get(key);
-                mayBeBusy = true;
-                mustBeBusy |= conflicts(own.type(), own.permits(), opts) && !own.shortLease() && !allowed.contains(Outcome.LOST);
-            }
             if (contender == null || !contender.holds() || !contender.call().keys().contains(key)) {
                 continue;
             }
