@@ -18,8 +18,8 @@ import org.springframework.boot.test.context.SpringBootTest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A call nested in a hold of its key on the same thread that can't re-enter it would wait for its own thread: issue 24
- * made such calls fail at once with {@link NestedLockException} ("taking the lock anew would wait for the outer call;
+ * A call nested in a hold of its key on the same thread that can't re-enter it would wait for its own thread: such
+ * calls fail at once with {@link NestedLockException} ("taking the lock anew would wait for the outer call;
  * so the nested call is refused at once"), and the README's failure table tells callers which exception that is. On a
  * real redis-server.
  */

@@ -21,7 +21,7 @@ import org.springframework.context.annotation.Configuration;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 24: every duration users write either works as documented or fails the startup naming the property or method;
+ * Every duration users write either works as documented or fails the startup naming the property or method;
  * the lock path saturates "for ever" ({@code Long.MAX_VALUE} seconds, the largest {@code Duration}) at a hundred
  * years. {@code @Idempotent}'s durations ({@code distlock.idempotency.ttl}, {@code wait-time}, the annotation's
  * {@code ttl}) go to the same lock and to Redis, on a real redis-server.
