@@ -57,6 +57,78 @@ class RequestFingerprintTellsDistinctRequestsApartTest {
     record Transfer(String id, BigDecimal amount) {
     }
 
+    /** An amount of money that is a {@link Number}: its value in cents, and a currency its text leaves out. */
+    static final class Money extends Number {
+
+        private final long cents;
+        private final String currency;
+
+        Money(long cents, String currency) {
+            this.cents = cents;
+            this.currency = currency;
+        }
+
+        @Override
+        public int intValue() {
+            return (int) cents;
+        }
+
+        @Override
+        public long longValue() {
+            return cents;
+        }
+
+        @Override
+        public float floatValue() {
+            return cents;
+        }
+
+        @Override
+        public double doubleValue() {
+            return cents;
+        }
+
+        @Override
+        public String toString() {
+            return Long.toString(cents);
+        }
+    }
+
+    /** A {@link Number} whose text is not a number. */
+    static final class Price extends Number {
+
+        private final long cents;
+
+        Price(long cents) {
+            this.cents = cents;
+        }
+
+        @Override
+        public int intValue() {
+            return (int) cents;
+        }
+
+        @Override
+        public long longValue() {
+            return cents;
+        }
+
+        @Override
+        public float floatValue() {
+            return cents;
+        }
+
+        @Override
+        public double doubleValue() {
+            return cents;
+        }
+
+        @Override
+        public String toString() {
+            return "EUR " + cents / 100 + "." + String.format("%02d", cents % 100);
+        }
+    }
+
     @BeforeAll
     void start() {
         Config config = new Config();
@@ -138,6 +210,27 @@ class RequestFingerprintTellsDistinctRequestsApartTest {
         String key = "large:" + UUID.randomUUID();
         Transfer request = new Transfer("t-3", new BigDecimal("1e300000000"));
         assertTimeoutPreemptively(Duration.ofSeconds(1), () -> call(key, request, () -> "ran"));
+    }
+
+    /** Five euros and five dollars are two requests, though both are the number 500: the currency is a field. */
+    @Test
+    void aNumberTypeIsComparedByAllItsFieldsNotOnlyItsText() {
+        String key = "money-number:" + UUID.randomUUID();
+        assertThat(call(key, new Money(500, "EUR"), () -> "paid EUR")).isEqualTo("paid EUR");
+        assertThatThrownBy(() -> call(key, new Money(500, "USD"), () -> "paid USD"))
+                .isInstanceOf(IdempotencyKeyReusedException.class);
+    }
+
+    /** A Number whose text is not a number: fingerprinted by its fields, or refused naming the fingerprint. */
+    @Test
+    void aNumberWhoseTextIsNotANumberIsFingerprintedOrRefusedWithAClearError() {
+        String key = "price:" + UUID.randomUUID();
+        try {
+            assertThat(call(key, new Price(500), () -> "ran")).isEqualTo("ran");
+        }
+        catch (IllegalArgumentException refused) {
+            assertThat(refused).isNotInstanceOf(NumberFormatException.class).hasMessageContaining("fingerprint");
+        }
     }
 
     private String call(String key, Object fingerprint, java.util.function.Supplier<String> body) {
