@@ -8,6 +8,7 @@ import java.util.HexFormat;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockBackendException;
 import io.github.distlock.LockCallback;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
@@ -56,7 +57,8 @@ import tools.jackson.databind.type.TypeFactory;
  * reads again). What this cannot cover, and a unique constraint in the database must: a holder whose lock expired
  * under it (a pause longer than the watchdog timeout) still running while a duplicate runs, a mark Redis lost
  * (failover before replication, eviction, flush), and a mark that could not be written after the code succeeded
- * (Redis down at that moment: the caller still gets its result, the error is logged).
+ * (Redis down at that moment: the caller still gets its result, the error is logged; a store that joins
+ * the caller's transaction fails the call instead, so that the transaction rolls the work back).
  *
  * <p>Results are stored through the application's Jackson {@link JsonMapper} and read back as the declared result
  * type (generics included). A result that does not survive that round trip (checked when it is stored) is not
@@ -147,7 +149,10 @@ public class IdempotencyTemplate {
      * {@link WhileRunning#REFUSE})
      * @throws DuplicateRequestException when the key was processed but its outcome cannot be replayed
      * @throws IdempotencyKeyReusedException when the key was processed for a request with another fingerprint
-     * @throws io.github.distlock.LockBackendException when the lock backend cannot be reached
+     * @throws LockBackendException when the lock backend or the mark store cannot be reached (the code did not run)
+     * @throws IllegalStateException when the code ran in the caller's transaction but its mark could not be written
+     * in it (a store that {@linkplain IdempotencyStore#joinsTransactions() joins transactions}): thrown so that the
+     * transaction rolls back the work with it
      */
     public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
             LockCallback<T, E> callback) throws E {
@@ -201,7 +206,7 @@ public class IdempotencyTemplate {
             throw new RequestInProgressException(key, Duration.ZERO, null);
         }
         // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
-        String mark = store.get(markKey);
+        String mark = readMark(lockKey, markKey);
         if (mark != null) {
             return replay(key, mark, fingerprint, type);
         }
@@ -215,7 +220,7 @@ public class IdempotencyTemplate {
             return locks.execute(LOCK_NAMESPACE + key, lockOptions, () -> {
                 locked.set(true);
                 // again under the lock: the first call may have finished between the read above and the lock
-                String current = store.get(markKey);
+                String current = readMark(lockKey, markKey);
                 if (current != null) {
                     return replay(key, current, fingerprint, type);
                 }
@@ -239,7 +244,7 @@ public class IdempotencyTemplate {
                 throw ex;
             }
             // the first call may have finished just as the wait ran out
-            String late = store.get(markKey);
+            String late = readMark(lockKey, markKey);
             if (late != null) {
                 return replay(key, late, fingerprint, type);
             }
@@ -308,7 +313,7 @@ public class IdempotencyTemplate {
             // the store's write joins the caller's transaction: it commits or rolls back with the code's work. Kept
             // on the thread too, so that a later call in this transaction gets this result even if the write failed
             // (rather than running the code a second time in the same transaction)
-            store(key, markKey, text, options.ttl());
+            storeInTransaction(key, markKey, text, options.ttl());
             PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true);
         }
         else if (followTransaction) {
@@ -376,6 +381,44 @@ public class IdempotencyTemplate {
         catch (RuntimeException ex) {
             logger.error("Idempotent call '" + key + "' finished but its mark could not be stored; a duplicate will "
                     + "run again: " + ex, ex);
+        }
+    }
+
+    /**
+     * Writes the mark inside the caller's transaction (a store that joins it). A failure fails the call: the work it
+     * marks is in the same transaction, and the exception rolls both back, rather than letting the work commit
+     * without its mark (a duplicate would do it again).
+     */
+    private void storeInTransaction(String key, String markKey, String mark, Duration ttl) {
+        boolean stored;
+        try {
+            stored = store.putIfAbsent(markKey, mark, ttl);
+        }
+        catch (RuntimeException ex) {
+            throw new IllegalStateException("Idempotent call '" + key + "' did its work in the caller's transaction, "
+                    + "but its mark could not be written in that transaction (" + ex + "): the call fails so that the "
+                    + "transaction rolls back the work with it", ex);
+        }
+        if (!stored) {
+            logger.warn("Idempotent call '" + key + "' finished after another call with the same key had stored its "
+                    + "mark (this call's lock was lost while it ran, say in a pause past the watchdog timeout): "
+                    + "duplicates get the other call's outcome, not this one's");
+        }
+    }
+
+    /**
+     * Reads the mark: a store that cannot be asked fails the call as an unreachable lock backend does, before the code
+     * runs (the mark and the lock usually live in the same Redis).
+     */
+    private String readMark(String lockKey, String markKey) {
+        try {
+            return store.get(markKey);
+        }
+        catch (LockBackendException ex) {
+            throw ex;
+        }
+        catch (RuntimeException ex) {
+            throw new LockBackendException(lockKey, ex);
         }
     }
 
