@@ -152,7 +152,7 @@ public class IdempotencyTemplate {
      * @throws LockBackendException when the lock backend or the mark store cannot be reached (the code did not run)
      * @throws IllegalStateException when the code ran in the caller's transaction but its mark could not be written
      * in it (a store that {@linkplain IdempotencyStore#joinsTransactions() joins transactions}): thrown so that the
-     * transaction rolls back the work with it
+     * transaction rolls back the work with it (its commit fails too, should the caller catch this)
      */
     public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
             LockCallback<T, E> callback) throws E {
@@ -313,14 +313,19 @@ public class IdempotencyTemplate {
             // the store's write joins the caller's transaction: it commits or rolls back with the code's work. Kept
             // on the thread too, so that a later call in this transaction gets this result even if the write failed
             // (rather than running the code a second time in the same transaction)
-            storeInTransaction(key, markKey, text, options.ttl());
-            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true);
+            String unwritten = storeInTransaction(key, markKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true, unwritten);
+            if (unwritten != null) {
+                // the work is in this transaction and its mark is not: the transaction must not commit. Thrown here
+                // so that the caller's transaction rolls back, and again before the commit should the caller catch it
+                throw new IllegalStateException(unwritten);
+            }
         }
         else if (followTransaction) {
             // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
             // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
             // duplicate arriving before the commit waits, then reads the mark written here after the commit
-            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false);
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false, null);
         }
         else {
             store(key, markKey, text, options.ttl());
@@ -385,25 +390,26 @@ public class IdempotencyTemplate {
     }
 
     /**
-     * Writes the mark inside the caller's transaction (a store that joins it). A failure fails the call: the work it
-     * marks is in the same transaction, and the exception rolls both back, rather than letting the work commit
-     * without its mark (a duplicate would do it again).
+     * Writes the mark inside the caller's transaction (a store that joins it). Returns why it could not be written, or
+     * {@code null}: then the transaction must not commit, since the work it marks would commit without its mark (a
+     * duplicate would do it again).
      */
-    private void storeInTransaction(String key, String markKey, String mark, Duration ttl) {
+    private String storeInTransaction(String key, String markKey, String mark, Duration ttl) {
         boolean stored;
         try {
             stored = store.putIfAbsent(markKey, mark, ttl);
         }
         catch (RuntimeException ex) {
-            throw new IllegalStateException("Idempotent call '" + key + "' did its work in the caller's transaction, "
-                    + "but its mark could not be written in that transaction (" + ex + "): the call fails so that the "
-                    + "transaction rolls back the work with it", ex);
+            logger.debug("Mark of idempotent call '" + key + "' could not be written in the caller's transaction", ex);
+            return "Idempotent call '" + key + "' did its work in the caller's transaction, but its mark could not be "
+                    + "written in that transaction (" + ex + "): the transaction must roll back the work with it";
         }
         if (!stored) {
             logger.warn("Idempotent call '" + key + "' finished after another call with the same key had stored its "
                     + "mark (this call's lock was lost while it ran, say in a pause past the watchdog timeout): "
                     + "duplicates get the other call's outcome, not this one's");
         }
+        return null;
     }
 
     /**
@@ -504,8 +510,12 @@ public class IdempotencyTemplate {
         private final IdempotencyTemplate template;
         private final java.util.Map<String, Pending> marks = new java.util.LinkedHashMap<>();
 
-        /** {@code written}: already written inside the transaction, by a store that joins it. */
-        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written) {
+        /**
+         * {@code written}: already written inside the transaction, by a store that joins it; {@code unwritten}: why
+         * that write failed (the transaction must not commit), or {@code null}.
+         */
+        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written,
+                String unwritten) {
         }
 
         private PendingMarks(IdempotencyTemplate template) {
@@ -533,7 +543,7 @@ public class IdempotencyTemplate {
         }
 
         static void add(IdempotencyTemplate template, String key, String markKey, String lockKey, String mark,
-                Duration ttl, boolean written) {
+                Duration ttl, boolean written, String unwritten) {
             PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
                     .getResource(template);
             if (pending == null) {
@@ -543,7 +553,20 @@ public class IdempotencyTemplate {
                 org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
                         pending);
             }
-            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written));
+            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written, unwritten));
+        }
+
+        /**
+         * Fails the commit of a transaction holding work whose mark could not be written in it, even when the caller
+         * caught the call's exception: Spring rolls the transaction back and throws this to the committer.
+         */
+        @Override
+        public void beforeCommit(boolean readOnly) {
+            for (Pending pending : marks.values()) {
+                if (pending.unwritten() != null) {
+                    throw new IllegalStateException(pending.unwritten());
+                }
+            }
         }
 
         /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
