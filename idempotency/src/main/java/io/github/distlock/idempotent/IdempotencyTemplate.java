@@ -8,6 +8,7 @@ import java.util.HexFormat;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import io.github.distlock.LockAcquisitionException;
+import io.github.distlock.LockBackendException;
 import io.github.distlock.LockCallback;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockRunnable;
@@ -57,7 +58,8 @@ import tools.jackson.databind.type.TypeFactory;
  * reads again). What this cannot cover, and a unique constraint in the database must: a holder whose lock expired
  * under it (a pause longer than the watchdog timeout) still running while a duplicate runs, a mark Redis lost
  * (failover before replication, eviction, flush), and a mark that could not be written after the code succeeded
- * (Redis down at that moment: the caller still gets its result, the error is logged).
+ * (Redis down at that moment: the caller still gets its result, the error is logged; a store that joins
+ * the caller's transaction fails the call instead, so that the transaction rolls the work back).
  *
  * <p>Results are stored through the application's Jackson {@link JsonMapper} and read back as the declared result
  * type (generics included). A result that does not survive that round trip (checked when it is stored) is not
@@ -154,7 +156,10 @@ public class IdempotencyTemplate {
      * {@link WhileRunning#REFUSE})
      * @throws DuplicateRequestException when the key was processed but its outcome cannot be replayed
      * @throws IdempotencyKeyReusedException when the key was processed for a request with another fingerprint
-     * @throws io.github.distlock.LockBackendException when the lock backend cannot be reached
+     * @throws LockBackendException when the lock backend or the mark store cannot be reached (the code did not run)
+     * @throws IllegalStateException when the code ran in the caller's transaction but its mark could not be written
+     * in it (a store that {@linkplain IdempotencyStore#joinsTransactions() joins transactions}): thrown so that the
+     * transaction rolls back the work with it (its commit fails too, should the caller catch this)
      */
     public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
             LockCallback<T, E> callback) throws E {
@@ -208,7 +213,7 @@ public class IdempotencyTemplate {
             throw new RequestInProgressException(key, Duration.ZERO, null);
         }
         // without the lock: a mark is only ever written after the code succeeded, so one that exists is final
-        String mark = store.get(markKey);
+        String mark = readMark(lockKey, markKey);
         if (mark != null) {
             return replay(key, mark, fingerprint, type);
         }
@@ -222,7 +227,7 @@ public class IdempotencyTemplate {
             return locks.execute(LOCK_NAMESPACE + key, lockOptions, () -> {
                 locked.set(true);
                 // again under the lock: the first call may have finished between the read above and the lock
-                String current = store.get(markKey);
+                String current = readMark(lockKey, markKey);
                 if (current != null) {
                     return replay(key, current, fingerprint, type);
                 }
@@ -246,7 +251,7 @@ public class IdempotencyTemplate {
                 throw ex;
             }
             // the first call may have finished just as the wait ran out
-            String late = store.get(markKey);
+            String late = readMark(lockKey, markKey);
             if (late != null) {
                 return replay(key, late, fingerprint, type);
             }
@@ -315,14 +320,19 @@ public class IdempotencyTemplate {
             // the store's write joins the caller's transaction: it commits or rolls back with the code's work. Kept
             // on the thread too, so that a later call in this transaction gets this result even if the write failed
             // (rather than running the code a second time in the same transaction)
-            store(key, markKey, text, options.ttl());
-            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true);
+            String unwritten = storeInTransaction(key, markKey, text, options.ttl());
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), true, unwritten);
+            if (unwritten != null) {
+                // the work is in this transaction and its mark is not: the transaction must not commit. Thrown here
+                // so that the caller's transaction rolls back, and again before the commit should the caller catch it
+                throw new IllegalStateException(unwritten);
+            }
         }
         else if (followTransaction) {
             // the code's work commits with the caller's transaction: a mark stored now would answer duplicates for
             // work a rollback may yet undo. The lock stays held until the transaction ends (released after it), so a
             // duplicate arriving before the commit waits, then reads the mark written here after the commit
-            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false);
+            PendingMarks.add(this, key, markKey, lockKey, text, options.ttl(), false, null);
         }
         else {
             store(key, markKey, text, options.ttl());
@@ -383,6 +393,45 @@ public class IdempotencyTemplate {
         catch (RuntimeException ex) {
             logger.error("Idempotent call '" + key + "' finished but its mark could not be stored; a duplicate will "
                     + "run again: " + ex, ex);
+        }
+    }
+
+    /**
+     * Writes the mark inside the caller's transaction (a store that joins it). Returns why it could not be written, or
+     * {@code null}: then the transaction must not commit, since the work it marks would commit without its mark (a
+     * duplicate would do it again).
+     */
+    private String storeInTransaction(String key, String markKey, String mark, Duration ttl) {
+        boolean stored;
+        try {
+            stored = store.putIfAbsent(markKey, mark, ttl);
+        }
+        catch (RuntimeException ex) {
+            logger.debug("Mark of idempotent call '" + key + "' could not be written in the caller's transaction", ex);
+            return "Idempotent call '" + key + "' did its work in the caller's transaction, but its mark could not be "
+                    + "written in that transaction (" + ex + "): the transaction must roll back the work with it";
+        }
+        if (!stored) {
+            logger.warn("Idempotent call '" + key + "' finished after another call with the same key had stored its "
+                    + "mark (this call's lock was lost while it ran, say in a pause past the watchdog timeout): "
+                    + "duplicates get the other call's outcome, not this one's");
+        }
+        return null;
+    }
+
+    /**
+     * Reads the mark: a store that cannot be asked fails the call as an unreachable lock backend does, before the code
+     * runs (the mark and the lock usually live in the same Redis).
+     */
+    private String readMark(String lockKey, String markKey) {
+        try {
+            return store.get(markKey);
+        }
+        catch (LockBackendException ex) {
+            throw ex;
+        }
+        catch (RuntimeException ex) {
+            throw new LockBackendException(lockKey, ex);
         }
     }
 
@@ -468,8 +517,12 @@ public class IdempotencyTemplate {
         private final IdempotencyTemplate template;
         private final java.util.Map<String, Pending> marks = new java.util.LinkedHashMap<>();
 
-        /** {@code written}: already written inside the transaction, by a store that joins it. */
-        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written) {
+        /**
+         * {@code written}: already written inside the transaction, by a store that joins it; {@code unwritten}: why
+         * that write failed (the transaction must not commit), or {@code null}.
+         */
+        private record Pending(String key, String lockKey, String mark, Duration ttl, boolean written,
+                String unwritten) {
         }
 
         private PendingMarks(IdempotencyTemplate template) {
@@ -497,7 +550,7 @@ public class IdempotencyTemplate {
         }
 
         static void add(IdempotencyTemplate template, String key, String markKey, String lockKey, String mark,
-                Duration ttl, boolean written) {
+                Duration ttl, boolean written, String unwritten) {
             PendingMarks pending = (PendingMarks) org.springframework.transaction.support.TransactionSynchronizationManager
                     .getResource(template);
             if (pending == null) {
@@ -507,7 +560,20 @@ public class IdempotencyTemplate {
                 org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
                         pending);
             }
-            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written));
+            pending.marks.putIfAbsent(markKey, new Pending(key, lockKey, mark, ttl, written, unwritten));
+        }
+
+        /**
+         * Fails the commit of a transaction holding work whose mark could not be written in it, even when the caller
+         * caught the call's exception: Spring rolls the transaction back and throws this to the committer.
+         */
+        @Override
+        public void beforeCommit(boolean readOnly) {
+            for (Pending pending : marks.values()) {
+                if (pending.unwritten() != null) {
+                    throw new IllegalStateException(pending.unwritten());
+                }
+            }
         }
 
         /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */

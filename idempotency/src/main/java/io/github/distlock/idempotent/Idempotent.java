@@ -35,7 +35,9 @@ import java.lang.annotation.Target;
  * still belongs under work that must never happen twice).
  *
  * <p>The method must be public or protected, not final, not static, called through the Spring proxy, and return a
- * value (not a {@code CompletableFuture}, {@code Mono} or {@code Flux}). Mistakes fail the startup, naming the method.
+ * value (not a {@code CompletableFuture}, {@code Mono} or {@code Flux}, nor work still to be run: a {@code Callable},
+ * {@code Runnable}, {@code Supplier}, {@code WebAsyncTask} or {@code DeferredResult}). Mistakes fail the startup,
+ * naming the method.
  * The advice runs outside the method's {@code @Transactional} and {@code @DistributedLock}: the mark is written after
  * the transaction committed, and a replayed duplicate takes none of the method's own locks.
  */

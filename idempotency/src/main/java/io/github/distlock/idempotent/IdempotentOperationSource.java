@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
@@ -190,12 +191,42 @@ public class IdempotentOperationSource {
                     + "before it returns (its mark is written then), so asynchronous results are not supported",
                     "Return the value itself, or use IdempotencyTemplate around the blocking part");
         }
+        if (isDeferredWork(raw)) {
+            // the work runs after the method returned, when the caller calls it: marked done at the return, a retry
+            // of work that then failed (or never ran) would be refused as a duplicate
+            throw new InvalidAnnotation("the method returns " + raw.getName() + ", work that runs after the method "
+                    + "returned: an idempotent call must finish before it returns (its mark is written then), so "
+                    + "deferred work is not supported",
+                    "Return the value itself, and put @Idempotent on the method that does the work");
+        }
         if (raw == Object.class) {
             throw new InvalidAnnotation("the method returns Object: a duplicate would get the stored result back as a "
                     + "JSON map, not as the type the first call returned",
                     "Declare the type the method returns (records and Jackson-readable classes replay as themselves)");
         }
         return type;
+    }
+
+    /** Work handed back to be run later: by the caller, or by Spring MVC as an asynchronous request. */
+    private static boolean isDeferredWork(Class<?> type) {
+        if (Callable.class.isAssignableFrom(type) || Runnable.class.isAssignableFrom(type)
+                || java.util.function.Supplier.class.isAssignableFrom(type)) {
+            return true;
+        }
+        for (String name : List.of("org.springframework.web.context.request.async.WebAsyncTask",
+                "org.springframework.web.context.request.async.DeferredResult",
+                "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
+                "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody")) {
+            try {
+                if (ClassUtils.forName(name, type.getClassLoader()).isAssignableFrom(type)) {
+                    return true;
+                }
+            }
+            catch (ClassNotFoundException | LinkageError ex) {
+                // not on the class path: nothing returns it
+            }
+        }
+        return false;
     }
 
     private static boolean isPublisher(Class<?> type) {

@@ -32,20 +32,28 @@ import tools.jackson.databind.json.JsonMapper;
  * fingerprint exactly when their content is equal, however it prints or iterates.
  *
  * <ul>
- * <li>records by their components, other objects by their instance fields (not static, not transient, those of
- * superclasses included), in both cases sorted by name: a field that {@code toString()} leaves out still counts;
+ * <li>records by their class and components, other objects by their class and instance fields (not static, not
+ * transient, those of superclasses included), fields sorted by name: a field that {@code toString()} leaves out
+ * still counts, and a refund is not a charge with the same fields;
  * <li>maps by their entries sorted by the key's encoding (two maps with the same entries match, whatever their
- * order), sets likewise by element; lists and arrays in order;
- * <li>numbers by value ({@code 7}, {@code 7L}, {@code 7.0} and {@code new BigDecimal("7.00")} are one number);
- * strings, booleans, enums (class and name), {@code java.time} values, dates (their instant), UUIDs and other
+ * order), sets likewise by element; lists and arrays in order ({@code int[] {1, 2}} matches {@code List.of(1, 2)});
+ * <li>the JDK's numbers by value ({@code 7}, {@code 7L}, {@code 7.0} and {@code new BigDecimal("7.00")} are one
+ * number), encoded as the unscaled value and scale of their canonical decimal, never written out (a huge exponent
+ * costs nothing); a {@code Number} class of the application is an object: its class and fields;
+ * <li>strings, booleans, enums (class and name), {@code java.time} values, dates (their instant), UUIDs and other
  * value types of the JDK by their text; {@code null} as itself; {@link Optional} as its value; a Jackson
  * {@link JsonNode} as the values it holds.
  * </ul>
- * Refused with {@link IllegalArgumentException}: a value that refers to itself (a cycle), and an object with no
- * content to compare (no fields, or a JDK type that is not a value, such as a stream or a thread): two such requests
- * could only be told apart by identity. A {@code String} fingerprint is the SHA-256 of its UTF-8 text.
+ * Refused with {@link IllegalArgumentException} naming the fingerprint: a value that refers to itself (a cycle), an
+ * object with no content to compare (no fields, or a JDK type that is not a value, such as a stream or a thread):
+ * two such requests could only be told apart by identity, and a number whose exponent is out of range. A
+ * {@code String} fingerprint is the SHA-256 of its UTF-8 text; a value's encoding starts with a byte UTF-8 never
+ * contains, so no text's fingerprint is a value's.
  */
 final class RequestFingerprint {
+
+    /** The first byte of a value's encoding: 0xFF is never part of UTF-8, so no text starts with it. */
+    private static final byte VALUE_ENCODING = (byte) 0xFF;
 
     private RequestFingerprint() {
     }
@@ -60,9 +68,13 @@ final class RequestFingerprint {
             bytes = text.getBytes(StandardCharsets.UTF_8);
         }
         else {
-            StringBuilder out = new StringBuilder("\u0000canonical:");
+            StringBuilder out = new StringBuilder();
             encode(value, out, json, Collections.newSetFromMap(new IdentityHashMap<>()), "fingerprint");
-            bytes = out.toString().getBytes(StandardCharsets.UTF_8);
+            byte[] encoded = out.toString().getBytes(StandardCharsets.UTF_8);
+            // led by a byte UTF-8 never contains: no text's bytes (a String fingerprint) can equal a value's encoding
+            bytes = new byte[encoded.length + 1];
+            bytes[0] = VALUE_ENCODING;
+            System.arraycopy(encoded, 0, bytes, 1, encoded.length);
         }
         try {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
@@ -106,8 +118,8 @@ final class RequestFingerprint {
             out.append(flag ? "T" : "F");
             return;
         }
-        if (value instanceof Number number) {
-            out.append(number(number));
+        if (value instanceof Number number && isJdk(number.getClass())) {
+            out.append(number(number, where));
             return;
         }
         if (value instanceof Enum<?> constant) {
@@ -227,6 +239,9 @@ final class RequestFingerprint {
             }
         }
         Collections.sort(entries);
+        // the type is content: a refund is not a charge with the same fields
+        String name = type.getName();
+        out.append('o').append(name.length()).append(':').append(name);
         appendAll('o', entries, out);
     }
 
@@ -246,8 +261,12 @@ final class RequestFingerprint {
         out.append(']');
     }
 
-    /** A number by value: the same for 7, 7L, 7.0f and 7.00. */
-    private static String number(Number number) {
+    /**
+     * A number of the JDK by value: the same for 7, 7L, 7.0f and 7.00. As the unscaled value and scale of its
+     * canonical decimal, never its digits written out: {@code 1E+300000000} is 11 characters of JSON, and must not
+     * become 300 million digits.
+     */
+    private static String number(Number number, String where) {
         BigDecimal decimal;
         if (number instanceof BigDecimal big) {
             decimal = big;
@@ -255,22 +274,42 @@ final class RequestFingerprint {
         else if (number instanceof BigInteger big) {
             decimal = new BigDecimal(big);
         }
-        else if (number instanceof Double || number instanceof Float) {
+        else if (number instanceof Double || number instanceof Float
+                || number instanceof java.util.concurrent.atomic.DoubleAdder
+                || number instanceof java.util.concurrent.atomic.DoubleAccumulator) {
             double d = number.doubleValue();
             if (Double.isNaN(d) || Double.isInfinite(d)) {
                 return "x" + d + ";";
             }
-            decimal = new BigDecimal(number.toString());
+            // a float by its own shortest text (7.1f is 7.1, not 7.099999904632568)
+            decimal = new BigDecimal((number instanceof Float) ? number.toString() : Double.toString(d));
         }
         else if (number instanceof Long || number instanceof Integer || number instanceof Short
-                || number instanceof Byte || number instanceof AtomicInteger || number instanceof AtomicLong) {
+                || number instanceof Byte || number instanceof AtomicInteger || number instanceof AtomicLong
+                || number instanceof java.util.concurrent.atomic.LongAdder
+                || number instanceof java.util.concurrent.atomic.LongAccumulator) {
             decimal = BigDecimal.valueOf(number.longValue());
         }
         else {
-            decimal = new BigDecimal(number.toString());
+            try {
+                decimal = new BigDecimal(number.toString());
+            }
+            catch (NumberFormatException ex) {
+                throw new IllegalArgumentException(where + " cannot be fingerprinted: " + number.getClass().getName()
+                        + " is a number whose text '" + number + "' is not a number", ex);
+            }
         }
-        decimal = (decimal.signum() == 0) ? BigDecimal.ZERO : decimal.stripTrailingZeros();
-        return "d" + decimal.toPlainString() + ";";
+        if (decimal.signum() == 0) {
+            return "d0e0;";
+        }
+        try {
+            decimal = decimal.stripTrailingZeros();
+        }
+        catch (ArithmeticException ex) {
+            throw new IllegalArgumentException(where + " cannot be fingerprinted: the exponent of " + decimal
+                    + " is out of range (" + ex.getMessage() + ")", ex);
+        }
+        return "d" + decimal.unscaledValue() + "e" + decimal.scale() + ";";
     }
 
     /** JDK value types whose text is their content. */

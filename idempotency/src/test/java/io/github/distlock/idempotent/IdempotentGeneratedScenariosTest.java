@@ -262,12 +262,16 @@ class IdempotentGeneratedScenariosTest {
 
     /**
      * Found by a random run (seed 4222045749194013578), with marks in the database: when writing the mark inside the
-     * transaction failed, the same request again in that transaction ran the body a second time.
+     * transaction failed, the same request again in that transaction ran the body a second time. (That write failing
+     * now fails the call and the transaction: a retry in it gets the result it holds, and its commit fails.)
      */
     @Test
     void theSameRequestAgainInItsTransactionGetsItsResultWhenTheMarkWriteFailed() {
         assertThat(failure(databaseMarks, List.of(
                 new Step(0, 0, base(), Caller.COMMIT, Fault.MARK_WRITE_FAILS, false, true)))).isNull();
+        assertThat(failure(databaseMarks, List.of(
+                new Step(0, 0, base(), Caller.RETRY_IN_TRANSACTION, Fault.MARK_WRITE_FAILS, false, false),
+                new Step(0, 1, base(), Caller.NONE, Fault.NONE, false, false)))).isNull();
         assertThat(failure(redisMarks, List.of(
                 new Step(0, 0, base(), Caller.COMMIT, Fault.MARK_WRITE_FAILS, false, true)))).isNull();
     }
@@ -385,6 +389,24 @@ class IdempotentGeneratedScenariosTest {
         int rows;
     }
 
+    /** Whether the work of a call that returned is committed, by the caller's transaction or on its own. */
+    private static boolean committed(Caller caller) {
+        return switch (caller) {
+            case NONE, COMMIT, OWN_TRANSACTION_THEN_THROW, SCOPE_WITHOUT_TRANSACTION_THEN_THROW, RETRY_IN_TRANSACTION,
+                    BESIDE_FAILING_AFTER_COMMIT -> true;
+            case THROW_AFTER, ROLLBACK_ONLY, COMMIT_FAILS -> false;
+        };
+    }
+
+    /** Whether the call joins a transaction of the caller (its mark, in the database, is written in it). */
+    private static boolean inTransaction(Caller caller) {
+        return switch (caller) {
+            case COMMIT, THROW_AFTER, ROLLBACK_ONLY, COMMIT_FAILS, RETRY_IN_TRANSACTION, BESIDE_FAILING_AFTER_COMMIT ->
+                    true;
+            case NONE, OWN_TRANSACTION_THEN_THROW, SCOPE_WITHOUT_TRANSACTION_THEN_THROW -> false;
+        };
+    }
+
     /** Runs {@code steps} with fresh request ids; {@code null} when every call and probe matched the model. */
     private String failure(Deployment deployment, List<Step> steps) {
         String prefix = "g-" + UUID.randomUUID() + "-";
@@ -457,21 +479,42 @@ class IdempotentGeneratedScenariosTest {
                             state.storedDeclined = true;
                         }
                     }
+                    case MARK_WRITE_FAILS -> {
+                        if (deployment.marksInDatabase() && inTransaction(step.caller())) {
+                            // the work is in the caller's transaction and its mark could not be written there: the
+                            // call fails, and the transaction with it (its commit too, when a retry caught the call's
+                            // failure and got the result the transaction holds): no payment, no mark
+                            expectedCall = Outcome.threw(IllegalStateException.class, "Idempotent call 'pay:" + id
+                                    + "' did its work in the caller's transaction, but its mark could not be written in "
+                                    + "that transaction (java.lang.IllegalStateException: Redis unreachable writing "
+                                    + markKey + "): the transaction must roll back the work with it");
+                            expectedCaller = expectedCall;
+                        }
+                        else {
+                            Receipt receipt = new Receipt(id, step.payload().cents(), state.runs);
+                            expectedCall = Outcome.of(receipt);
+                            expectedCaller = afterCall(step, id, expectedCall);
+                            if (committed(step.caller())) {
+                                state.rows++;
+                            }
+                            if (step.duplicateBeforeCommit()) {
+                                expectedInside = Outcome.threw(RequestInProgressException.class, "A call with "
+                                        + "idempotency key 'pay:" + id + "' is still running; this duplicate was "
+                                        + "refused. Retry later for its result.");
+                            }
+                            else if (step.twiceInTransaction()) {
+                                expectedInside = expectedCall;
+                            }
+                        }
+                    }
                     default -> {
                         Receipt receipt = new Receipt(id, step.payload().cents(), state.runs);
                         expectedCall = Outcome.of(receipt);
                         expectedCaller = afterCall(step, id, expectedCall);
-                        boolean committed = switch (step.caller()) {
-                            case NONE, COMMIT, OWN_TRANSACTION_THEN_THROW, SCOPE_WITHOUT_TRANSACTION_THEN_THROW,
-                                    RETRY_IN_TRANSACTION, BESIDE_FAILING_AFTER_COMMIT -> true;
-                            case THROW_AFTER, ROLLBACK_ONLY, COMMIT_FAILS -> false;
-                        };
-                        if (committed) {
+                        if (committed(step.caller())) {
                             state.rows++;
-                            if (step.fault() != Fault.MARK_WRITE_FAILS) {
-                                state.storedFor = step.payload();
-                                state.storedReceipt = receipt;
-                            }
+                            state.storedFor = step.payload();
+                            state.storedReceipt = receipt;
                         }
                         if (step.duplicateBeforeCommit()) {
                             expectedInside = Outcome.threw(RequestInProgressException.class, "A call with "

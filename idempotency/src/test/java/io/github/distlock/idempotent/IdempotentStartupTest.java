@@ -48,6 +48,17 @@ class IdempotentStartupTest {
     }
 
     @Test
+    void workStillToRunAsTheResultFailsNamingTheMethod() {
+        runner.withBean(SupplierResult.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + SupplierResult.class.getName()
+                        + ".pay(): the method returns java.util.function.Supplier, work that runs after the method "
+                        + "returned"));
+        runner.withBean(RunnableResult.class).run(context -> assertThat(configurationFailure(context))
+                .hasMessageContaining("Invalid @Idempotent on " + RunnableResult.class.getName()
+                        + ".pay(): the method returns java.lang.Runnable, work that runs after the method returned"));
+    }
+
+    @Test
     void aWaitTimeWithRefuseAndABadDurationFail() {
         runner.withBean(RefuseWithWait.class).run(context -> assertThat(configurationFailure(context))
                 .hasMessageContaining(RefuseWithWait.class.getName() + ".pay(): waitTime = \"5s\" is set "
@@ -121,6 +132,20 @@ class IdempotentStartupTest {
         @Idempotent(key = "#id")
         public CompletableFuture<String> pay(String id) {
             return CompletableFuture.completedFuture(id);
+        }
+    }
+
+    static class SupplierResult {
+        @Idempotent(key = "#id")
+        public java.util.function.Supplier<String> pay(String id) {
+            return () -> id;
+        }
+    }
+
+    static class RunnableResult {
+        @Idempotent(key = "#id")
+        public Runnable pay(String id) {
+            return () -> { };
         }
     }
 

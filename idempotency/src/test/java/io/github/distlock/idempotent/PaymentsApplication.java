@@ -370,8 +370,10 @@ final class PaymentsApplication implements AutoCloseable {
 
         @Bean
         DataSource dataSource(org.springframework.core.env.Environment environment) throws Exception {
-            return new SimpleDriverDataSource(new org.h2.Driver(), environment.getRequiredProperty("payments.jdbc-url"),
-                    "sa", "");
+            String url = environment.getRequiredProperty("payments.jdbc-url");
+            return new SimpleDriverDataSource(url.startsWith("jdbc:h2:") ? new org.h2.Driver()
+                    : java.sql.DriverManager.getDriver(url), url, environment.getProperty("payments.jdbc-user", "sa"),
+                    environment.getProperty("payments.jdbc-password", ""));
         }
 
         @Bean
