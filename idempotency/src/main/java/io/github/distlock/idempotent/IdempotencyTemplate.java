@@ -576,7 +576,17 @@ public class IdempotencyTemplate {
             }
         }
 
-        /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
+        /**
+         * Before every other synchronization, the lock releases of the transaction among them: registration order is
+         * not enough, as a retry in the same transaction re-enters a lock whose deferred release was registered by
+         * the first try, before this.
+         */
+        @Override
+        public int getOrder() {
+            return org.springframework.core.Ordered.HIGHEST_PRECEDENCE;
+        }
+
+                /** An inner transaction ({@code REQUIRES_NEW}) neither sees nor writes the outer one's marks. */
         @Override
         public void suspend() {
             org.springframework.transaction.support.TransactionSynchronizationManager.unbindResourceIfPossible(template);
@@ -590,8 +600,8 @@ public class IdempotencyTemplate {
         /**
          * Writes the marks of a commit here rather than in {@code afterCommit}: Spring stops calling
          * {@code afterCommit} callbacks at the first that throws (another library's, say), while every
-         * {@code afterCompletion} is called. Registered during the call, this runs before the lock's own completion
-         * callback (registered when the call returned), so the mark exists before a duplicate can take the lock.
+         * {@code afterCompletion} is called. Ordered first ({@link #getOrder()}), so the mark exists before any lock of
+         * the transaction is released and a duplicate can take it.
          */
         @Override
         public void afterCompletion(int status) {

@@ -16,6 +16,7 @@ import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.testsupport.RedisServerExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -169,6 +170,7 @@ class RequestFingerprintTellsDistinctRequestsApartTest {
      * A mark written before the canonical fingerprint (SHA-256 of the request's JSON, object fields sorted) must still
      * answer the retry of its request, for as long as it lives: an upgrade must not turn retries into key-reuse errors.
      */
+    @Tag("open-defect")
     @Test
     void aMarkStoredBeforeTheUpgradeStillAnswersTheRetryOfItsRequest() throws Exception {
         String key = "upgrade:" + UUID.randomUUID();
