@@ -81,6 +81,22 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
             return token
             """;
 
+    /**
+     * Sends Redisson's UNLOCK message on the read/write hash's channel (KEYS[2]) when the hash (KEYS[1]) is gone;
+     * ARGV[1] is the publish command, ARGV[2] the message. Redisson's write-lock release wakes the waiters with its
+     * READ_UNLOCK message only, which runs the listeners registered at that moment and stores nothing for the others:
+     * an asynchronous taker whose attempt is on its way (it found the lock held just before the release) registers its
+     * listener after the message and sleeps through a free lock for its whole wait or the lease it saw. UNLOCK also
+     * leaves a permit that such a taker finds when it registers, so it tries again at once.
+     */
+    static final String WAKE_IF_FREE = """
+            if redis.call('exists', KEYS[1]) == 0 then
+              redis.call(ARGV[1], KEYS[2], ARGV[2])
+              return 1
+            end
+            return 0
+            """;
+
     /** Prefix of the hash naming the instance behind a client id; the id is a hash tag of its own. */
     static final String INSTANCE_KEY_PREFIX = "distlock:instance:";
 
@@ -244,6 +260,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                   else
                     redis.call('del', KEYS[3])
                     redis.call(ARGV[3], KEYS[4], ARGV[5])
+                    redis.call(ARGV[3], KEYS[4], ARGV[4])
                   end
                 end
               end
@@ -651,6 +668,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     void giveBack(RLock lock, long owner, long leaseMillis) {
         giveBack(lock.getName(), () -> lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
             if (failure == null) {
+                if (lock instanceof org.redisson.RedissonWriteLock) {
+                    wakeAfterWriteRelease(lock);
+                }
                 return Boolean.TRUE;
             }
             if (unwrap(failure) instanceof IllegalMonitorStateException) {
@@ -763,7 +783,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         List<Object> keys = List.of(key, RedissonObject.prefixName("redisson_lock__channel", key), readWrite,
                 RedissonObject.prefixName("redisson_rwlock", readWrite), PermitLocks.permitsKey(key));
         // READ_UNLOCK wakes every waiter of the read/write hash, as Redisson's write-lock release does: readers may
-        // all enter at once
+        // all enter at once; UNLOCK follows it there, for a waiter between two attempts (see WAKE_IF_FREE)
         List<Object> reply = joinInspection(redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(key,
                 RScript.Mode.READ_WRITE, INSPECT, RScript.ReturnType.LIST, keys, evict ? "1" : "0",
                 (expectedOwner != null) ? expectedOwner : "", publishCommand(),
@@ -804,6 +824,28 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 }
             }
             throw ex;
+        }
+    }
+
+    /**
+     * After a WRITE lock's release: wakes the takers of the read/write hash {@code lock} names if it is free (see
+     * {@link #WAKE_IF_FREE}). Never fails: without the message a taker still gets the lock at the end of its wait.
+     */
+    CompletableFuture<Void> wakeAfterWriteRelease(RLock lock) {
+        String name = lock.getName();
+        try {
+            return redisson.getScript(LongCodec.INSTANCE).<Long>evalAsync(name, RScript.Mode.READ_WRITE, WAKE_IF_FREE,
+                    RScript.ReturnType.LONG, List.<Object>of(name, RedissonObject.prefixName("redisson_rwlock", name)),
+                    publishCommand(), String.valueOf(org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE))
+                    .toCompletableFuture().handle((woken, failure) -> {
+                        if (failure != null) {
+                            logger.debug("Could not wake the takers of '" + name + "' after its release", failure);
+                        }
+                        return null;
+                    });
+        }
+        catch (RuntimeException shutDown) {
+            return CompletableFuture.completedFuture(null);
         }
     }
 
@@ -1123,7 +1165,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                     throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
                 });
             }
-            return lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
+            CompletableFuture<Boolean> unlocked = lock.unlockAsync(owner).toCompletableFuture()
+                    .handle((ignored, failure) -> {
                 if (failure == null) {
                     return Boolean.TRUE;
                 }
@@ -1136,6 +1179,11 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
                 provider.giveBack(lock, owner, leaseMillis);
                 throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
             });
+            if (!(lock instanceof org.redisson.RedissonWriteLock)) {
+                return unlocked;
+            }
+            // answered once the wake-up was sent: whoever hears "released" and then takes the lock is not woken late
+            return unlocked.thenCompose(released -> provider.wakeAfterWriteRelease(lock).thenApply(sent -> released));
         }
 
         /**

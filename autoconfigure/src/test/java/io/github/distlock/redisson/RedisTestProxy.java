@@ -70,6 +70,7 @@ final class RedisTestProxy implements AutoCloseable {
     private final List<Socket[]> commandConnections = new CopyOnWriteArrayList<>();
     private final List<Hold> pending = new CopyOnWriteArrayList<>();
     private final List<Hold> all = new CopyOnWriteArrayList<>();
+    private final java.util.concurrent.atomic.AtomicLong toSubscribers = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean dropping;
     private volatile boolean closed;
 
@@ -93,6 +94,11 @@ final class RedisTestProxy implements AutoCloseable {
 
     String uri() {
         return "redis://127.0.0.1:" + serverSocket.getLocalPort();
+    }
+
+    /** Bytes passed on to the client on its pub/sub connections so far: its confirmations and messages. */
+    long bytesToSubscribers() {
+        return toSubscribers.get();
     }
 
     void dropCommandReplies() {
@@ -195,6 +201,9 @@ final class RedisTestProxy implements AutoCloseable {
                     }
                     return subscriber.get() || !dropping;
                 }, bytes -> {
+                    if (subscriber.get()) {
+                        toSubscribers.addAndGet(bytes.length);
+                    }
                     Hold hold = awaitingReply.getAndSet(null);
                     if (hold != null) {
                         hold.replyArrived.countDown();
