@@ -13,12 +13,7 @@ import java.util.concurrent.TimeUnit;
 import io.github.distlock.idempotent.PaymentsApplication.Checkout.After;
 import io.github.distlock.idempotent.PaymentsApplication.PaymentRequest;
 import io.github.distlock.idempotent.PaymentsApplication.Receipt;
-import io.github.distlock.testsupport.RedisServerExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -30,31 +25,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * application instances on one redis-server and one H2 database; the probes are the rows of {@code payment} and a
  * count of body runs kept outside the library.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class IdempotentMarkFollowsTheCallerTransactionTest {
-
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private PaymentsApplication a;
-    private PaymentsApplication b;
-
-    @BeforeAll
-    void start() {
-        String jdbcUrl = "jdbc:h2:mem:payments-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
-        a = new PaymentsApplication(redis.uri(), jdbcUrl);
-        b = new PaymentsApplication(redis.uri(), jdbcUrl);
-    }
-
-    @AfterAll
-    void stop() {
-        if (a != null) {
-            a.close();
-        }
-        if (b != null) {
-            b.close();
-        }
-    }
+class IdempotentMarkFollowsTheCallerTransactionTest extends TwoPaymentInstances {
 
     @Test
     void aCallerTransactionThatRollsBackAfterTheCallStoresNoMarkAndTheRedeliveryPays() {

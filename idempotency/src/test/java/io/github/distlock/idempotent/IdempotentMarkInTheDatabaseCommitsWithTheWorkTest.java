@@ -1,15 +1,9 @@
 package io.github.distlock.idempotent;
 
-import java.util.UUID;
 
 import io.github.distlock.idempotent.PaymentsApplication.Checkout.After;
 import io.github.distlock.idempotent.PaymentsApplication.PaymentRequest;
-import io.github.distlock.testsupport.RedisServerExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static io.github.distlock.idempotent.IdempotentMarkFollowsTheCallerTransactionTest.markKey;
 import static io.github.distlock.idempotent.IdempotentMarkFollowsTheCallerTransactionTest.request;
@@ -21,30 +15,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * statement: a constraint, a value too long, the connection), the work must not commit without it, or the redelivery
  * pays a second time. Two instances on one redis-server and one H2 database, marks in its table.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class IdempotentMarkInTheDatabaseCommitsWithTheWorkTest {
+class IdempotentMarkInTheDatabaseCommitsWithTheWorkTest extends TwoPaymentInstances {
 
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private PaymentsApplication a;
-    private PaymentsApplication b;
-
-    @BeforeAll
-    void start() {
-        String jdbcUrl = "jdbc:h2:mem:payments-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
-        a = new PaymentsApplication(redis.uri(), jdbcUrl, "payments.store=jdbc");
-        b = new PaymentsApplication(redis.uri(), jdbcUrl, "payments.store=jdbc");
-    }
-
-    @AfterAll
-    void stop() {
-        if (a != null) {
-            a.close();
-        }
-        if (b != null) {
-            b.close();
-        }
+    @Override
+    String[] instanceProperties() {
+        return new String[] { "payments.store=jdbc" };
     }
 
     @Test

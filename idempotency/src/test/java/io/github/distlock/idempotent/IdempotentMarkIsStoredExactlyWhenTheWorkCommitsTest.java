@@ -4,13 +4,9 @@ import java.util.UUID;
 
 import io.github.distlock.idempotent.PaymentsApplication.PaymentRequest;
 import io.github.distlock.idempotent.PaymentsApplication.Receipt;
-import io.github.distlock.testsupport.RedisServerExtension;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 import org.springframework.transaction.TransactionDefinition;
@@ -28,24 +24,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * transaction rolls back (the payment stays, a redelivery must not pay again). Two application instances on one
  * redis-server and one H2 payments database; the probes are the payment rows and the count of body runs.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Tag("open-defect")
-class IdempotentMarkIsStoredExactlyWhenTheWorkCommitsTest {
+class IdempotentMarkIsStoredExactlyWhenTheWorkCommitsTest extends TwoPaymentInstances {
 
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private PaymentsApplication a;
-    private PaymentsApplication b;
     private TransactionTemplate payments;
     private TransactionTemplate savepoint;
     private TransactionTemplate orders;
 
     @BeforeAll
     void start() {
-        String jdbcUrl = "jdbc:h2:mem:payments-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
-        a = new PaymentsApplication(redis.uri(), jdbcUrl);
-        b = new PaymentsApplication(redis.uri(), jdbcUrl);
         DataSourceTransactionManager paymentsManager = new DataSourceTransactionManager(a.jdbc().getDataSource());
         payments = new TransactionTemplate(paymentsManager);
         savepoint = new TransactionTemplate(paymentsManager);
@@ -53,16 +40,6 @@ class IdempotentMarkIsStoredExactlyWhenTheWorkCommitsTest {
         // another database of the same application: its transaction does not hold the payment's writes
         orders = new TransactionTemplate(new DataSourceTransactionManager(new SimpleDriverDataSource(
                 new org.h2.Driver(), "jdbc:h2:mem:orders-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1", "sa", "")));
-    }
-
-    @AfterAll
-    void stop() {
-        if (a != null) {
-            a.close();
-        }
-        if (b != null) {
-            b.close();
-        }
     }
 
     /** The payment is rolled back to a savepoint, the caller's transaction commits: no mark, the redelivery pays. */

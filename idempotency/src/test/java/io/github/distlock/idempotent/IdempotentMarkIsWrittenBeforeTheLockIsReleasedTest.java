@@ -1,6 +1,5 @@
 package io.github.distlock.idempotent;
 
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -9,12 +8,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.github.distlock.idempotent.PaymentsApplication.PaymentRequest;
 import io.github.distlock.idempotent.PaymentsApplication.Receipt;
-import io.github.distlock.testsupport.RedisServerExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -33,31 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * application, registered between the two tries, looks at Redis and sends the duplicate at that moment. Two instances
  * on one redis-server and one H2 database.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class IdempotentMarkIsWrittenBeforeTheLockIsReleasedTest {
-
-    @RegisterExtension
-    static final RedisServerExtension redis = new RedisServerExtension();
-
-    private PaymentsApplication a;
-    private PaymentsApplication b;
-
-    @BeforeAll
-    void start() {
-        String jdbcUrl = "jdbc:h2:mem:payments-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1";
-        a = new PaymentsApplication(redis.uri(), jdbcUrl);
-        b = new PaymentsApplication(redis.uri(), jdbcUrl);
-    }
-
-    @AfterAll
-    void stop() {
-        if (a != null) {
-            a.close();
-        }
-        if (b != null) {
-            b.close();
-        }
-    }
+class IdempotentMarkIsWrittenBeforeTheLockIsReleasedTest extends TwoPaymentInstances {
 
     /** The same look at the same moment, for a call that succeeded at its first try: the lock is still held. */
     @Test
