@@ -61,8 +61,7 @@ public final class DistlockActuatorAutoConfiguration {
         private static String backendInUse(List<DistlockBackend> backends, DistlockProperties properties,
                 LockProvider provider) {
             for (DistlockBackend backend : backends) {
-                if (backends.size() == 1 || (properties.getBackend() != null
-                        && backend.name().equalsIgnoreCase(properties.getBackend().name()))) {
+                if (backends.size() == 1 || backend.isNamed(properties.getBackend())) {
                     return backend.toString();
                 }
             }

@@ -36,13 +36,14 @@ import org.springframework.util.function.SingletonSupplier;
 
 /**
  * {@link LockTemplate} and the {@link io.github.distlock.DistributedLock} advisor, on whichever {@link LockProvider}
- * is there (the Redisson one by default).
+ * is there: an application's own, or the one backend module that is configured (Redis in the starter), or the one
+ * {@code distlock.backend} chooses among several. Backend modules order themselves before this class.
  *
  * <p>Fails closed: the advisor and the startup checks are registered whether or not a backend is configured, and an
  * annotated method without a backend fails the startup. Backing off instead would let every annotated method run
  * without its lock. Only {@code distlock.enabled=false} turns locking off.
  */
-@AutoConfiguration(after = {DistlockRedissonAutoConfiguration.class, AopAutoConfiguration.class})
+@AutoConfiguration(after = AopAutoConfiguration.class)
 @ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
 @EnableConfigurationProperties(DistlockProperties.class)
 @Import(DistlockProxyRegistrar.class)
@@ -58,10 +59,9 @@ public final class DistlockAutoConfiguration {
     LockProvider distlockLockProvider(List<DistlockBackend> candidates, DistlockProperties properties) {
         // backends guard themselves with @ConditionalOnDistlockBackend; filtered again for one registered without it
         List<DistlockBackend> backends = (properties.getBackend() == null) ? candidates : candidates.stream()
-                .filter(backend -> backend.name().equalsIgnoreCase(properties.getBackend().name())).toList();
+                .filter(backend -> backend.isNamed(properties.getBackend())).toList();
         if (backends.isEmpty()) {
-            throw new DistlockConfigurationException("distlock.backend=" + properties.getBackend().name().toLowerCase(
-                    java.util.Locale.ROOT) + " chooses a backend that is not configured; configured are: "
+            throw new DistlockConfigurationException("distlock.backend=" + properties.getBackend() + " chooses a backend that is not configured; configured are: "
                     + candidates.stream().map(DistlockBackend::toString).collect(Collectors.joining("; ")) + ".",
                     "Choose one of the configured backends with distlock.backend, or configure the chosen one.", null);
         }

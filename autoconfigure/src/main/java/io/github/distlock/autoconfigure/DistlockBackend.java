@@ -4,6 +4,7 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 import io.github.distlock.spi.LockProvider;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A lock backend that an auto-configuration found usable: its client library is present and its client is
@@ -14,7 +15,7 @@ import io.github.distlock.spi.LockProvider;
  * {@link DistlockAutoConfiguration}. An application's own {@link LockProvider} bean takes precedence over all of them.
  *
  * @param name the value of {@code distlock.backend} that chooses this backend, in lower case: {@code redis},
- * {@code jdbc}, {@code zookeeper}, {@code etcd}
+ * {@code jdbc}, {@code zookeeper}, {@code etcd}, or a third party's own name
  * @param description what configured it, for the startup report: {@code "DataSource bean 'dataSource'"}
  * @param provider creates the provider; called once, and only for the backend in use, so that a backend that is
  * present but not chosen starts nothing
@@ -26,6 +27,22 @@ public record DistlockBackend(String name, String description, Supplier<? extend
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(description, "description");
         Objects.requireNonNull(provider, "provider");
+    }
+
+    /**
+     * Whether {@code chosen}, a value of {@code distlock.backend}, names this backend. Compared as Spring Boot binds an
+     * enum's name: case, dashes and underscores do not count ({@code Redis}, {@code zoo-keeper} match).
+     * @param chosen the value as written, or {@code null}
+     * @return {@code false} for {@code null}
+     */
+    public boolean isNamed(@Nullable String chosen) {
+        return chosen != null && canonical(chosen).equals(canonical(name));
+    }
+
+    static String canonical(String name) {
+        StringBuilder canonical = new StringBuilder(name.length());
+        name.chars().filter(Character::isLetterOrDigit).map(Character::toLowerCase).forEach(canonical::appendCodePoint);
+        return canonical.toString();
     }
 
     @Override

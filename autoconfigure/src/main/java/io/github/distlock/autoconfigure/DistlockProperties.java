@@ -17,15 +17,15 @@ public class DistlockProperties {
     public static final int DEFAULT_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
 
     /**
-     * Whether distlock is on: the @DistributedLock advisor, LockTemplate and the Redisson client it builds.
+     * Whether distlock is on: the @DistributedLock advisor, LockTemplate and the backend's client it builds.
      */
     private boolean enabled = true;
 
     /**
-     * Which lock backend to use when more than one is configured: redis, jdbc, zookeeper or etcd. Not set: the one
-     * backend that is configured; two or more fail the startup.
+     * Which lock backend to use when more than one is configured, by its name: redis, jdbc, zookeeper, etcd, or the
+     * name of a third party's backend. Not set: the one backend that is configured; two or more fail the startup.
      */
-    private Backend backend;
+    private String backend;
 
     /**
      * Prefix of every lock's Redis key: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
@@ -67,9 +67,6 @@ public class DistlockProperties {
      */
     private boolean releaseAfterTransaction = true;
 
-    /** Settings of the Redisson client distlock builds (not applied to a RedissonClient bean of the application's own). */
-    private final Redis redis = new Redis();
-
     /** Settings of the actuator endpoint 'distlock'. */
     private final Actuator actuator = new Actuator();
 
@@ -84,12 +81,16 @@ public class DistlockProperties {
         this.enabled = enabled;
     }
 
-    public Backend getBackend() {
+    /**
+     * The chosen backend's name as written, or {@code null} when none is chosen.
+     * @return the value of {@code distlock.backend}, stripped; {@code null} when unset or blank
+     */
+    public String getBackend() {
         return backend;
     }
 
-    public void setBackend(Backend backend) {
-        this.backend = backend;
+    public void setBackend(String backend) {
+        this.backend = (backend == null || backend.isBlank()) ? null : backend.strip();
     }
 
     public String getKeyPrefix() {
@@ -148,10 +149,6 @@ public class DistlockProperties {
         this.releaseAfterTransaction = releaseAfterTransaction;
     }
 
-    public Redis getRedis() {
-        return redis;
-    }
-
     public Actuator getActuator() {
         return actuator;
     }
@@ -166,18 +163,6 @@ public class DistlockProperties {
 
     public void setOrder(int order) {
         this.order = order;
-    }
-
-    /** The lock backends distlock can run on; each needs its module and client on the class path. */
-    public enum Backend {
-        /** Redis through Redisson (the starter's default). */
-        REDIS,
-        /** A relational database table, through the application's DataSource (module distlock-jdbc). */
-        JDBC,
-        /** ZooKeeper through Apache Curator (module distlock-zookeeper). */
-        ZOOKEEPER,
-        /** etcd through jetcd (module distlock-etcd). */
-        ETCD
     }
 
     /** Settings of the actuator endpoint {@code distlock} (sanitising: {@code management.endpoint.distlock.show-values}). */
@@ -226,64 +211,6 @@ public class DistlockProperties {
         public void setRecentLeaseLosses(Duration recentLeaseLosses) {
             this.recentLeaseLosses = LockDurations.checkedPositive("distlock.health.recent-lease-losses",
                     recentLeaseLosses);
-        }
-    }
-
-    /**
-     * The failure budget of a lock call and the start-up policy of the Redisson client distlock builds. The command
-     * timeout is Spring Boot's {@code spring.data.redis.timeout}.
-     */
-    public static class Redis {
-
-        /**
-         * How often a Redis command that could not be sent is tried again; unset: Redisson's default (4). Lock and
-         * unlock scripts that were sent are never sent twice, so with retry-delay this bounds how long a call takes
-         * against an unreachable Redis: measured ~2 s with 1 and 200ms, ~6-7 s with Redisson's defaults. It is also
-         * how long a command waits for a free pooled connection under a burst: 1 x 200ms (and 2 x 500ms) failed
-         * calls with "Unable to acquire connection" when 200 calls locked at once on a loaded 2-core machine, while
-         * Redis was fine; Redisson's defaults did not. Lower it for fail-fast only if your bursts stay well below
-         * the connection pool.
-         */
-        private Integer retryAttempts;
-
-        /** Pause between those attempts; unset: Redisson's default (1-2 s, jittered). */
-        private Duration retryDelay;
-
-        /**
-         * Whether the application must reach Redis to start. False (the default): the client connects on first use and
-         * reconnects by itself, so an application started during a Redis outage runs, and its lock calls fail with
-         * LockBackendException until Redis is back. True: the startup fails with a report when Redis is unreachable.
-         */
-        private boolean requireAtStartup = false;
-
-        public Integer getRetryAttempts() {
-            return retryAttempts;
-        }
-
-        public void setRetryAttempts(Integer retryAttempts) {
-            if (retryAttempts != null && retryAttempts < 0) {
-                throw new IllegalArgumentException("distlock.redis.retry-attempts must be 0 or more, was " + retryAttempts);
-            }
-            this.retryAttempts = retryAttempts;
-        }
-
-        public Duration getRetryDelay() {
-            return retryDelay;
-        }
-
-        public void setRetryDelay(Duration retryDelay) {
-            // Redisson counts the delay in milliseconds and waits it between attempts of every command: bounded so that
-            // neither its conversion nor a call's wait can overflow
-            this.retryDelay = (retryDelay != null) ? LockDurations.checkedBetween("distlock.redis.retry-delay",
-                    retryDelay, Duration.ZERO, Duration.ofMinutes(10)) : null;
-        }
-
-        public boolean isRequireAtStartup() {
-            return requireAtStartup;
-        }
-
-        public void setRequireAtStartup(boolean requireAtStartup) {
-            this.requireAtStartup = requireAtStartup;
         }
     }
 }

@@ -14,12 +14,12 @@ class OnDistlockBackendCondition extends SpringBootCondition {
     public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
         Map<String, Object> attributes = metadata.getAnnotationAttributes(ConditionalOnDistlockBackend.class.getName());
         String backend = (String) attributes.get("value");
-        // read as text: an invalid value is reported by the binding of DistlockProperties, with the valid ones
+        // read as text, as DistlockProperties binds it: a name no backend has is reported by the startup checks
         String chosen = context.getEnvironment().getProperty("distlock.backend");
         if (chosen == null || chosen.isBlank()) {
             return ConditionOutcome.match("distlock.backend is not set: " + backend + " is a candidate");
         }
-        if (chosen.strip().replace('-', '_').equalsIgnoreCase(backend)) {
+        if (DistlockBackend.canonical(chosen).equals(DistlockBackend.canonical(backend))) {
             return ConditionOutcome.match("distlock.backend=" + chosen);
         }
         return ConditionOutcome.noMatch("distlock.backend=" + chosen + " chooses another backend than " + backend);

@@ -2,7 +2,7 @@ package io.github.distlock.benchmarks;
 
 import java.util.Arrays;
 
-import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;

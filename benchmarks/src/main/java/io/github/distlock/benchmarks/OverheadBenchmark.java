@@ -59,7 +59,7 @@ public class OverheadBenchmark {
                 .properties("spring.main.banner-mode=off", "logging.level.root=WARN",
                         // no Redis here: the only lock provider is the in-memory one below
                         "spring.autoconfigure.exclude="
-                                + "io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration,"
+                                + "io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration,"
                                 + "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration,"
                                 // nor a database: HikariCP is on the class path for BackendComparison
                                 + BenchApplication.DATA_SOURCE_AUTO_CONFIGURATION)

@@ -3,7 +3,7 @@ package io.github.distlock.reliability;
 import java.time.Duration;
 
 import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
-import io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;

@@ -19,7 +19,7 @@ import io.github.distlock.LockEvent;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
 import io.github.distlock.testsupport.RedisServerExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;

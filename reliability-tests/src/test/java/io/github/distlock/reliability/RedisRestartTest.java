@@ -21,7 +21,7 @@ import io.github.distlock.LockBackendException;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
 import io.github.distlock.testsupport.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -3,7 +3,7 @@ package io.github.distlock.topology;
 import java.time.Duration;
 
 import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
-import io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import io.github.distlock.testsupport.RedisCluster;
 import io.github.distlock.testsupport.RedisSentinelSetup;
 import org.springframework.boot.autoconfigure.AutoConfigurations;

@@ -22,7 +22,7 @@ import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockResult;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.testsupport.RespClient;
 import org.redisson.config.Config;

@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.Predicate;
 
-import io.github.distlock.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
 import io.github.distlock.testsupport.RedisCluster;
 import io.github.distlock.testsupport.RedisSentinelSetup;
 import io.github.distlock.testsupport.RedisServer;

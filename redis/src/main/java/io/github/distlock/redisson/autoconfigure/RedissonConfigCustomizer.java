@@ -1,4 +1,4 @@
-package io.github.distlock.autoconfigure;
+package io.github.distlock.redisson.autoconfigure;
 
 import java.util.function.Consumer;
 

@@ -6,7 +6,7 @@ import java.time.Duration;
 import io.github.distlock.LockBackendException;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
-import io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import io.github.distlock.testsupport.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;

@@ -1,8 +1,12 @@
-package io.github.distlock.autoconfigure;
+package io.github.distlock.redisson.autoconfigure;
 
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.DistlockConfigurationException;
+import io.github.distlock.autoconfigure.ConditionalOnDistlockBackend;
+import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
+import io.github.distlock.autoconfigure.DistlockBackend;
+import io.github.distlock.autoconfigure.DistlockProperties;
 import org.redisson.Redisson;
 import org.redisson.client.RedisConnectionException;
 import org.redisson.api.RedissonClient;
@@ -24,11 +28,11 @@ import org.springframework.context.annotation.Configuration;
  * The Redisson lock backend: the application's own {@link RedissonClient} bean if it has one (or Redisson's starter
  * made one), otherwise a client built from Spring Boot's {@code spring.data.redis.*} connection settings.
  */
-@AutoConfiguration(after = DataRedisAutoConfiguration.class,
+@AutoConfiguration(after = DataRedisAutoConfiguration.class, before = DistlockAutoConfiguration.class,
         afterName = "org.redisson.spring.starter.RedissonAutoConfigurationV4")
 @ConditionalOnClass(RedissonClient.class)
 @ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
-@EnableConfigurationProperties(DistlockProperties.class)
+@EnableConfigurationProperties({DistlockProperties.class, DistlockRedisProperties.class})
 public final class DistlockRedissonAutoConfiguration {
 
     /** Registered before the lock provider below (member classes are processed first), so its condition sees it. */
@@ -44,8 +48,10 @@ public final class DistlockRedissonAutoConfiguration {
 
         @Bean(destroyMethod = "shutdown")
         RedissonClient distlockRedissonClient(DataRedisConnectionDetails details, DataRedisProperties redisProperties,
-                DistlockProperties properties, ObjectProvider<RedissonConfigCustomizer> customizers) {
-            RedissonConfigFactory.RedissonSettings settings = RedissonConfigFactory.create(details, redisProperties, properties);
+                DistlockProperties properties, DistlockRedisProperties redis,
+                ObjectProvider<RedissonConfigCustomizer> customizers) {
+            RedissonConfigFactory.RedissonSettings settings = RedissonConfigFactory.create(details, redisProperties,
+                    properties, redis);
             customizers.orderedStream().forEach(customizer -> {
                 customizer.customize(settings.config());
                 customizer.customizeServer(settings.server());

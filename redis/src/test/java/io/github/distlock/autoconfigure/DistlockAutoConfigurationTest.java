@@ -1,5 +1,7 @@
 package io.github.distlock.autoconfigure;
 
+import io.github.distlock.redisson.autoconfigure.RedissonConfigCustomizer;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import java.util.concurrent.atomic.AtomicReference;
 
 import java.time.Duration;

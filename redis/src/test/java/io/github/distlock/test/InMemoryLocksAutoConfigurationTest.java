@@ -2,7 +2,7 @@ package io.github.distlock.test;
 
 import io.github.distlock.LockTemplate;
 import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
-import io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockProvider;
 import org.junit.jupiter.api.Test;

@@ -82,7 +82,7 @@ class StartupReportTest {
     @Test
     void noBackend(CapturedOutput output) {
         start(Valid.class, "spring.autoconfigure.exclude="
-                + "io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration");
+                + "io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration");
         assertReport(output, "cannot take a lock: no lock backend is configured",
                 "Setting distlock.enabled=false instead runs every @DistributedLock method WITHOUT a lock");
     }

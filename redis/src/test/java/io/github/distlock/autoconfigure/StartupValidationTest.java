@@ -1,5 +1,6 @@
 package io.github.distlock.autoconfigure;
 
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import io.github.distlock.DistributedLock;
 import io.github.distlock.testsupport.RedisServerExtension;
 import org.junit.jupiter.api.Test;

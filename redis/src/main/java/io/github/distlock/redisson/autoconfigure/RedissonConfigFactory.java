@@ -1,4 +1,4 @@
-package io.github.distlock.autoconfigure;
+package io.github.distlock.redisson.autoconfigure;
 
 import java.time.Duration;
 import java.util.List;
@@ -6,6 +6,7 @@ import java.util.List;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.TrustManagerFactory;
 
+import io.github.distlock.autoconfigure.DistlockProperties;
 import io.github.distlock.spi.LockDurations;
 
 import org.redisson.config.BaseConfig;
@@ -35,7 +36,7 @@ final class RedissonConfigFactory {
     }
 
     static RedissonSettings create(DataRedisConnectionDetails details, DataRedisProperties properties,
-            DistlockProperties distlock) {
+            DistlockProperties distlock, DistlockRedisProperties redis) {
         Config config = new Config();
         config.setLockWatchdogTimeout(distlock.getWatchdogTimeout().toMillis());
         // Redisson sizes its pools for a big machine (32 Netty event loops, 16 callback threads) whatever the cores:
@@ -104,15 +105,15 @@ final class RedissonConfigFactory {
             server.setClientName(properties.getClientName());
         }
         // unset: Redisson's budget (4 more attempts, 1-2 s apart), which a burst of calls waiting for pooled
-        // connections needs; see DistlockProperties.Redis for the measured trade-off
-        if (distlock.getRedis().getRetryAttempts() != null) {
-            server.setRetryAttempts(distlock.getRedis().getRetryAttempts());
+        // connections needs; see DistlockRedisProperties for the measured trade-off
+        if (redis.getRetryAttempts() != null) {
+            server.setRetryAttempts(redis.getRetryAttempts());
         }
-        if (distlock.getRedis().getRetryDelay() != null) {
-            server.setRetryDelay(new ConstantDelay(distlock.getRedis().getRetryDelay()));
+        if (redis.getRetryDelay() != null) {
+            server.setRetryDelay(new ConstantDelay(redis.getRetryDelay()));
         }
         // connect on first use: an application started during a Redis outage runs, and recovers by itself
-        config.setLazyInitialization(!distlock.getRedis().isRequireAtStartup());
+        config.setLazyInitialization(!redis.isRequireAtStartup());
         return new RedissonSettings(config, server);
     }
 

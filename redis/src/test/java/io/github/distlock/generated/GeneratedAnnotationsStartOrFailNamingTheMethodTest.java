@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
 import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
-import io.github.distlock.autoconfigure.DistlockRedissonAutoConfiguration;
+import io.github.distlock.redisson.autoconfigure.DistlockRedissonAutoConfiguration;
 import io.github.distlock.testsupport.RedisServerExtension;
 import io.github.distlock.testsupport.RespClient;
 import org.junit.jupiter.api.Test;
