@@ -2,6 +2,7 @@ package io.github.distlock.autoconfigure;
 
 import java.time.Duration;
 
+import io.github.distlock.redisson.autoconfigure.DistlockRedisProperties;
 import io.github.distlock.spi.LockDurations;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -23,7 +24,7 @@ class DurationPropertiesAreCheckedAtStartupTest {
     private final ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(Bound.class);
 
     @Configuration(proxyBeanMethods = false)
-    @EnableConfigurationProperties(DistlockProperties.class)
+    @EnableConfigurationProperties({DistlockProperties.class, DistlockRedisProperties.class})
     static class Bound {
     }
 
