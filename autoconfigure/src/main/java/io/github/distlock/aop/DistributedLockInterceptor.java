@@ -11,20 +11,17 @@ import java.util.function.Supplier;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockResult;
 import io.github.distlock.LockTemplate;
-import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.springframework.aop.support.AopUtils;
 
 /**
  * Runs a {@link io.github.distlock.DistributedLock} method through {@link LockTemplate}: the one lock path.
  */
-public class DistributedLockInterceptor implements MethodInterceptor {
+public class DistributedLockInterceptor extends AbstractOperationInterceptor<LockOperation> {
 
     private static final Log logger = LogFactory.getLog(DistributedLockInterceptor.class);
 
-    private final Supplier<LockOperationSource> operations;
     private final Supplier<LockTemplate> lockTemplate;
 
     /**
@@ -34,18 +31,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
      * Redis client or configuration properties into existence that early.
      */
     public DistributedLockInterceptor(Supplier<LockOperationSource> operations, Supplier<LockTemplate> lockTemplate) {
-        this.operations = operations;
+        super(operations);
         this.lockTemplate = lockTemplate;
     }
 
     @Override
-    public Object invoke(MethodInvocation invocation) throws Throwable {
-        Object target = invocation.getThis();
-        Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : null;
-        LockOperation operation = operations.get().getOperation(invocation.getMethod(), targetClass);
-        if (operation == null) {
-            return invocation.proceed();
-        }
+    protected Object execute(LockOperation operation, MethodInvocation invocation, Object target, Class<?> targetClass)
+            throws Throwable {
         Object key = operation.evaluateKey(invocation.getArguments(), target, targetClass);
         LockTemplate template = lockTemplate.get();
         return switch (operation.shape()) {
