@@ -84,7 +84,8 @@ public abstract class AbstractMethodValidator<A extends Annotation, O> implement
                 throw new DistlockConfigurationException(annotation + " on " + AbstractOperationSource.describe(method)
                         + " in bean '" + beanName + "' would never " + effect + ": the method is " + problem
                         + ", so the Spring proxy cannot intercept it.",
-                        "Make the method public (or protected), non-final and non-static, or " + alternative + ".", null);
+                        "Make the method public (or protected), non-final and non-static, or " + alternative + ".",
+                        null);
             }
             checkCanRun(method, beanName);
             O operation;

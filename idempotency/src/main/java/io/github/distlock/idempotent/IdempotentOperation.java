@@ -27,8 +27,9 @@ record IdempotentOperation(Method method, LockKeyExpression key, FingerprintExpr
     String evaluateKey(Object[] args, Object target, Class<?> targetClass) {
         Object value = key.evaluate(args, target, targetClass);
         if (value instanceof List<?> several) {
-            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method) + ": key '" + key.source()
-                    + "' names " + several.size() + " keys " + several + "; an idempotent call has one key");
+            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method) + ": key '"
+                    + key.source() + "' names " + several.size() + " keys " + several
+                    + "; an idempotent call has one key");
         }
         return (String) value;
     }
@@ -43,8 +44,8 @@ record IdempotentOperation(Method method, LockKeyExpression key, FingerprintExpr
             value = fingerprint.evaluate(method, args, target);
         }
         catch (RuntimeException ex) {
-            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method) + ": fingerprint '"
-                    + fingerprint.source() + "' could not be evaluated: " + ex.getMessage(), ex);
+            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method)
+                    + ": fingerprint '" + fingerprint.source() + "' could not be evaluated: " + ex.getMessage(), ex);
         }
         // null is a value too (an absent field): empty, so that it is compared rather than skipped
         return options.withFingerprint((value != null) ? value : java.util.Optional.empty());

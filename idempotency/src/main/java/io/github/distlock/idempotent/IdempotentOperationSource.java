@@ -48,8 +48,8 @@ public class IdempotentOperationSource extends AbstractOperationSource<Idempoten
         }
         Duration waitTime = duration("waitTime", annotation.waitTime(), null);
         if (waitTime != null && annotation.whileRunning() == WhileRunning.REFUSE) {
-            throw new InvalidAnnotationException("waitTime = \"" + annotation.waitTime() + "\" is set but whileRunning = "
-                    + "REFUSE never waits", "Remove waitTime, or use whileRunning = WAIT");
+            throw new InvalidAnnotationException("waitTime = \"" + annotation.waitTime() + "\" is set but "
+                    + "whileRunning = REFUSE never waits", "Remove waitTime, or use whileRunning = WAIT");
         }
         String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
         IdempotencyOptions options = new IdempotencyOptions(ttl, waitTime, annotation.whileRunning(),
@@ -84,8 +84,8 @@ public class IdempotentOperationSource extends AbstractOperationSource<Idempoten
                 index = java.util.Arrays.asList(names).indexOf(parameter.group(2));
             }
             if (index < 0 && parameter.group(2) != null && names != null) {
-                throw new InvalidAnnotationException("fingerprint = \"" + source + "\" names no parameter of the method "
-                        + "(its parameters: " + String.join(", ", names) + ")",
+                throw new InvalidAnnotationException("fingerprint = \"" + source + "\" names no parameter of the "
+                        + "method (its parameters: " + String.join(", ", names) + ")",
                         "Name a parameter of the method, e.g. fingerprint = \"#" + names[0] + "\"");
             }
             if (index >= method.getParameterCount()) {
@@ -139,26 +139,26 @@ public class IdempotentOperationSource extends AbstractOperationSource<Idempoten
                 : method.getDeclaringClass());
         Class<?> raw = type.resolve();
         if (raw == null || type.hasUnresolvableGenerics()) {
-            throw new InvalidAnnotationException("the return type " + type + " cannot be resolved, so a duplicate could not get "
-                    + "the stored result back as it", "Declare a concrete return type (generics included)");
+            throw new InvalidAnnotationException("the return type " + type + " cannot be resolved, so a duplicate "
+                    + "could not get the stored result back as it", "Declare a concrete return type (generics included)");
         }
         if (Future.class.isAssignableFrom(raw) || CompletionStage.class.isAssignableFrom(raw)
                 || isPublisher(raw)) {
-            throw new InvalidAnnotationException("the method returns " + raw.getName() + ": an idempotent call must finish "
-                    + "before it returns (its mark is written then), so asynchronous results are not supported",
+            throw new InvalidAnnotationException("the method returns " + raw.getName() + ": an idempotent call must "
+                    + "finish before it returns (its mark is written then), so asynchronous results are not supported",
                     "Return the value itself, or use IdempotencyTemplate around the blocking part");
         }
         if (isDeferredWork(raw)) {
             // the work runs after the method returned, when the caller calls it: marked done at the return, a retry
             // of work that then failed (or never ran) would be refused as a duplicate
-            throw new InvalidAnnotationException("the method returns " + raw.getName() + ", work that runs after the method "
-                    + "returned: an idempotent call must finish before it returns (its mark is written then), so "
+            throw new InvalidAnnotationException("the method returns " + raw.getName() + ", work that runs after the "
+                    + "method returned: an idempotent call must finish before it returns (its mark is written then), so "
                     + "deferred work is not supported",
                     "Return the value itself, and put @Idempotent on the method that does the work");
         }
         if (raw == Object.class) {
-            throw new InvalidAnnotationException("the method returns Object: a duplicate would get the stored result back as a "
-                    + "JSON map, not as the type the first call returned",
+            throw new InvalidAnnotationException("the method returns Object: a duplicate would get the stored result "
+                    + "back as a JSON map, not as the type the first call returned",
                     "Declare the type the method returns (records and Jackson-readable classes replay as themselves)");
         }
         return type;
@@ -203,8 +203,9 @@ public class IdempotentOperationSource extends AbstractOperationSource<Idempoten
             duration = DurationStyle.detectAndParse(resolved, ChronoUnit.SECONDS);
         }
         catch (IllegalArgumentException ex) {
-            throw new InvalidAnnotationException(attribute + " = \"" + text + "\" is not a duration" + (resolved.equals(text)
-                    ? "" : " (resolved: \"" + resolved + "\")"), "Write a duration such as \"24h\", \"30s\" or \"PT10M\"", ex);
+            throw new InvalidAnnotationException(attribute + " = \"" + text + "\" is not a duration"
+                    + (resolved.equals(text) ? "" : " (resolved: \"" + resolved + "\")"),
+                    "Write a duration such as \"24h\", \"30s\" or \"PT10M\"", ex);
         }
         if (duration.isNegative() || (!duration.isZero() && duration.compareTo(Duration.ofMillis(1)) < 0)) {
             throw new InvalidAnnotationException(attribute + " = \"" + text + "\" must be 0 or at least 1 ms",
