@@ -70,8 +70,15 @@ public class DistributedLockInterceptor extends AbstractOperationInterceptor<Loc
     private static Object notAcquired(LockOperation operation, Object key, LockTemplate template,
             MethodInvocation invocation) throws Throwable {
         LockAcquisitionException cause = new LockAcquisitionException(
-                String.join(", ", keys(key).stream().map(template::fullKey).toList()), (operation.options().waitTime() != null) ? operation.options().waitTime()
-                        : java.time.Duration.ZERO, null);
+                String.join(", ", keys(key).stream().map(template::fullKey).toList()),
+                (operation.options().waitTime() != null) ? operation.options().waitTime() : java.time.Duration.ZERO,
+                null);
+        return notAcquired(operation, invocation, cause);
+    }
+
+    /** Skips or falls back, for a call whose lock could not be had. */
+    private static Object notAcquired(LockOperation operation, MethodInvocation invocation,
+            LockAcquisitionException cause) throws Throwable {
         if (logger.isDebugEnabled()) {
             logger.debug((operation.fallback() != null ? "Running fallback of " : "Skipped ")
                     + LockOperation.describe(operation.method()) + ": " + cause.getMessage());
@@ -106,11 +113,7 @@ public class DistributedLockInterceptor extends AbstractOperationInterceptor<Loc
             }
             catch (CompletionException ex) {
                 if (ex.getCause() instanceof LockAcquisitionException notAcquired) {
-                    if (logger.isDebugEnabled()) {
-                        logger.debug((operation.fallback() != null ? "Running fallback of " : "Skipped ")
-                                + LockOperation.describe(operation.method()) + ": " + notAcquired.getMessage());
-                    }
-                    return operation.notAcquired(invocation.getThis(), invocation.getArguments(), notAcquired);
+                    return notAcquired(operation, invocation, notAcquired);
                 }
             }
         }
