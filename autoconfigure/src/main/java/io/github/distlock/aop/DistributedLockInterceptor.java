@@ -11,20 +11,17 @@ import java.util.function.Supplier;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockResult;
 import io.github.distlock.LockTemplate;
-import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.springframework.aop.support.AopUtils;
 
 /**
  * Runs a {@link io.github.distlock.DistributedLock} method through {@link LockTemplate}: the one lock path.
  */
-public class DistributedLockInterceptor implements MethodInterceptor {
+public class DistributedLockInterceptor extends AbstractOperationInterceptor<LockOperation> {
 
     private static final Log logger = LogFactory.getLog(DistributedLockInterceptor.class);
 
-    private final Supplier<LockOperationSource> operations;
     private final Supplier<LockTemplate> lockTemplate;
 
     /**
@@ -34,18 +31,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
      * Redis client or configuration properties into existence that early.
      */
     public DistributedLockInterceptor(Supplier<LockOperationSource> operations, Supplier<LockTemplate> lockTemplate) {
-        this.operations = operations;
+        super(operations);
         this.lockTemplate = lockTemplate;
     }
 
     @Override
-    public Object invoke(MethodInvocation invocation) throws Throwable {
-        Object target = invocation.getThis();
-        Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : null;
-        LockOperation operation = operations.get().getOperation(invocation.getMethod(), targetClass);
-        if (operation == null) {
-            return invocation.proceed();
-        }
+    protected Object execute(LockOperation operation, MethodInvocation invocation, Object target, Class<?> targetClass)
+            throws Throwable {
         Object key = operation.evaluateKey(invocation.getArguments(), target, targetClass);
         LockTemplate template = lockTemplate.get();
         return switch (operation.shape()) {
@@ -78,8 +70,15 @@ public class DistributedLockInterceptor implements MethodInterceptor {
     private static Object notAcquired(LockOperation operation, Object key, LockTemplate template,
             MethodInvocation invocation) throws Throwable {
         LockAcquisitionException cause = new LockAcquisitionException(
-                String.join(", ", keys(key).stream().map(template::fullKey).toList()), (operation.options().waitTime() != null) ? operation.options().waitTime()
-                        : java.time.Duration.ZERO, null);
+                String.join(", ", keys(key).stream().map(template::fullKey).toList()),
+                (operation.options().waitTime() != null) ? operation.options().waitTime() : java.time.Duration.ZERO,
+                null);
+        return notAcquired(operation, invocation, cause);
+    }
+
+    /** Skips or falls back, for a call whose lock could not be had. */
+    private static Object notAcquired(LockOperation operation, MethodInvocation invocation,
+            LockAcquisitionException cause) throws Throwable {
         if (logger.isDebugEnabled()) {
             logger.debug((operation.fallback() != null ? "Running fallback of " : "Skipped ")
                     + LockOperation.describe(operation.method()) + ": " + cause.getMessage());
@@ -114,11 +113,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
             }
             catch (CompletionException ex) {
                 if (ex.getCause() instanceof LockAcquisitionException notAcquired) {
-                    if (logger.isDebugEnabled()) {
-                        logger.debug((operation.fallback() != null ? "Running fallback of " : "Skipped ")
-                                + LockOperation.describe(operation.method()) + ": " + notAcquired.getMessage());
-                    }
-                    return operation.notAcquired(invocation.getThis(), invocation.getArguments(), notAcquired);
+                    return notAcquired(operation, invocation, notAcquired);
                 }
             }
         }

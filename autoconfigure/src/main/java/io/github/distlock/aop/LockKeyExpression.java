@@ -32,14 +32,18 @@ import org.springframework.expression.spel.support.ReflectivePropertyAccessor;
 import org.springframework.expression.spel.support.StandardEvaluationContext;
 
 /**
- * A key expression of one method, parsed once and evaluated per call.
+ * A key expression of one annotated method, parsed once and evaluated per call: the one evaluator of every annotation
+ * of distlock's modules that names a key ({@link io.github.distlock.DistributedLock}, {@code @Idempotent}), so they
+ * share one grammar and one set of checks.
  *
  * <p>A top-level {@code +} chain is split into its parts so that a part evaluating to {@code null} or blank is caught
  * (SpEL itself would turn {@code 'order:' + null} into {@code "order:null"}, silently one lock for everybody); the
  * parts' values are joined as text. Variables are checked against the method's parameters at parse time, which is
  * also where a build without {@code -parameters} shows up.
+ *
+ * <p>Internal API of distlock's modules, made by {@link AbstractOperationSource}: not for applications.
  */
-final class LockKeyExpression {
+public final class LockKeyExpression {
 
     private static final SpelExpressionParser PARSER = new SpelExpressionParser();
     private static final SpelParserConfiguration CONFIGURATION = new SpelParserConfiguration();
@@ -49,15 +53,20 @@ final class LockKeyExpression {
     private static final List<MethodResolver> METHOD_RESOLVERS = List.of(new ReflectiveMethodResolver());
 
     private final String source;
+    /** What a failure at a call names first: the annotation and the method, "@DistributedLock on a.B.m()". */
+    private final String owner;
+    private final Method method;
     /** The parts of each key: one key for a plain expression, one per element of a top-level inline list. */
     private final SpelNode[][] keys;
     private final boolean inlineList;
     private final Map<String, Integer> parameterIndex;
     private final BeanResolver beanResolver;
 
-    private LockKeyExpression(String source, SpelNode[][] keys, boolean inlineList, Map<String, Integer> parameterIndex,
-            BeanResolver beanResolver) {
+    private LockKeyExpression(String source, String owner, Method method, SpelNode[][] keys, boolean inlineList,
+            Map<String, Integer> parameterIndex, BeanResolver beanResolver) {
         this.source = source;
+        this.owner = owner;
+        this.method = method;
         this.keys = keys;
         this.inlineList = inlineList;
         this.parameterIndex = parameterIndex;
@@ -65,30 +74,24 @@ final class LockKeyExpression {
     }
 
     /**
-     * Parses {@code expression} for {@code method}.
-     *
-     * @param parameterNames the method's parameter names, or {@code null} when they are not known
-     * @throws IllegalArgumentException on a syntax error or a variable the method does not have, with a message that
-     * names neither the method (the caller adds it) nor more than the expression
-     */
-    static LockKeyExpression parse(String expression, Method method, String[] parameterNames, BeanResolver beanResolver) {
-        return parse(expression, method, null, parameterNames, beanResolver);
-    }
-
-    /**
      * Parses {@code expression} for {@code method} called on {@code targetClass} (may be {@code null}).
+     *
+     * @param owner the annotation and the method, as a failure at a call names them
+     * @param parameterNames the method's parameter names, or {@code null} when they are not known
+     * @throws InvalidAnnotationException on a syntax error or a variable the method does not have, with a message
+     * that names neither the method (the caller adds it) nor more than the expression
      */
-    static LockKeyExpression parse(String expression, Method method, Class<?> targetClass, String[] parameterNames,
-            BeanResolver beanResolver) {
+    static LockKeyExpression parse(String expression, String owner, Method method, Class<?> targetClass,
+            String[] parameterNames, BeanResolver beanResolver) {
         if (expression == null || expression.isBlank()) {
-            throw new LockAnnotationException("key must not be empty", "Give the annotation a key, e.g. key = \"'order:' + #orderId\"");
+            throw new InvalidAnnotationException("key must not be empty", "Give the annotation a key, e.g. key = \"'order:' + #orderId\"");
         }
         SpelExpression parsed;
         try {
             parsed = PARSER.parseRaw(expression);
         }
         catch (RuntimeException ex) {
-            throw new LockAnnotationException("key '" + expression + "' is not a valid SpEL expression: " + ex.getMessage(), "Fix the key expression at the position named above; string literals go in single quotes: 'order:' + #id", ex);
+            throw new InvalidAnnotationException("key '" + expression + "' is not a valid SpEL expression: " + ex.getMessage(), "Fix the key expression at the position named above; string literals go in single quotes: 'order:' + #id", ex);
         }
         Map<String, Integer> index = parameterIndex(method, parameterNames);
         checkVariables(parsed.getAST(), expression, index, parameterNames);
@@ -96,17 +99,17 @@ final class LockKeyExpression {
         boolean inlineList = ast instanceof InlineList;
         SpelNode[][] keys = new SpelNode[inlineList ? ast.getChildCount() : 1][];
         if (inlineList && keys.length == 0) {
-            throw new LockAnnotationException("key '" + expression + "' is an empty list: it names no lock", "Name at least one key in the list");
+            throw new InvalidAnnotationException("key '" + expression + "' is an empty list: it names no lock", "Name at least one key in the list");
         }
         for (int i = 0; i < keys.length; i++) {
             keys[i] = split(inlineList ? ast.getChild(i) : ast);
             checkIdentityParts(keys[i], expression, method, index, targetClass);
         }
-        return new LockKeyExpression(expression, keys, inlineList, index, beanResolver);
+        return new LockKeyExpression(expression, owner, method, keys, inlineList, index, beanResolver);
     }
 
     /** The expression as written (placeholders resolved). */
-    String source() {
+    public String source() {
         return source;
     }
 
@@ -114,9 +117,19 @@ final class LockKeyExpression {
      * Evaluates the key for one call: a {@code String}, or a {@code List<String>} of several keys when the expression
      * is an inline list or its value a collection or an array.
      *
-     * @throws IllegalArgumentException when a part or an element is null or blank, or evaluation fails
+     * @throws IllegalArgumentException naming the annotation and the method, when a part or an element is null or
+     * blank, or evaluation fails
      */
-    Object evaluate(Method method, Object[] args, Object target, Class<?> targetClass) {
+    public Object evaluate(Object[] args, Object target, Class<?> targetClass) {
+        try {
+            return evaluateKeys(args, target, targetClass);
+        }
+        catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(owner + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    private Object evaluateKeys(Object[] args, Object target, Class<?> targetClass) {
         LockExpressionRoot root = new LockExpressionRoot(method, args, target, targetClass);
         StandardEvaluationContext context = new ParameterEvaluationContext(root, args, parameterIndex);
         context.setPropertyAccessors(PROPERTY_ACCESSORS);
@@ -265,7 +278,7 @@ final class LockKeyExpression {
             Class<?> targetClass) {
         for (SpelNode part : parts) {
             if (part instanceof OpPlus && containsStringLiteral(part)) {
-                throw new LockAnnotationException("key '" + expression + "': " + part.toStringAST() + " joins text inside "
+                throw new InvalidAnnotationException("key '" + expression + "': " + part.toStringAST() + " joins text inside "
                         + "parentheses, where a null would be written as 'null' (one lock for every such call); write the "
                         + "parts at the top level: 'a:' + #x + ':' + #y", "Write the text parts at the top level of the expression: 'a:' + #x + ':' + #y");
             }
@@ -281,7 +294,7 @@ final class LockKeyExpression {
                     && (Modifier.isFinal(type.getModifiers()) || type == targetClass)
                     && !Collection.class.isAssignableFrom(type) && !HAS_OWN_TO_STRING.get(type);
             if (neverValueText) {
-                throw new LockAnnotationException(identityMessage(expression, text, type), "Lock on a property of the object that is a value (#cart.id), or give its class a toString() that prints values");
+                throw new InvalidAnnotationException(identityMessage(expression, text, type), "Lock on a property of the object that is a value (#cart.id), or give its class a toString() that prints values");
             }
         }
     }
@@ -344,14 +357,14 @@ final class LockKeyExpression {
             return;
         }
         if (parameterNames == null) {
-            throw new LockAnnotationException("key '" + expression + "' uses " + unknown + " but the method's parameter "
+            throw new InvalidAnnotationException("key '" + expression + "' uses " + unknown + " but the method's parameter "
                     + "names are not available: compile with -parameters (the Spring Boot parent does), or use #p0/#a0", "Compile with -parameters (the Spring Boot parent turns it on; with the Maven compiler plugin: <parameters>true</parameters>), or refer to parameters by position: #p0, #a0");
         }
         List<String> known = new ArrayList<>();
         for (String name : parameterNames) {
             known.add("#" + name);
         }
-        throw new LockAnnotationException("key '" + expression + "' uses " + unknown + ", which the method does not have; "
+        throw new InvalidAnnotationException("key '" + expression + "' uses " + unknown + ", which the method does not have; "
                 + "its parameters are " + known + " (or #p0, #a0...)", "Use one of the method's parameter names, or #p0/#a0 by position");
     }
 

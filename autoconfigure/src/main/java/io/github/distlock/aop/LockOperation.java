@@ -1,7 +1,6 @@
 package io.github.distlock.aop;
 
 import java.lang.reflect.Method;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
@@ -37,12 +36,7 @@ record LockOperation(Method method, LockKeyExpression key, LockOptions options, 
 
     /** Evaluates the key (without prefix) for one call: a {@code String} or a {@code List<String>}. */
     Object evaluateKey(Object[] args, Object target, Class<?> targetClass) {
-        try {
-            return key.evaluate(method, args, target, targetClass);
-        }
-        catch (IllegalArgumentException ex) {
-            throw new IllegalArgumentException("@DistributedLock on " + describe(method) + ": " + ex.getMessage(), ex);
-        }
+        return key.evaluate(args, target, targetClass);
     }
 
     /** Whether "not acquired" is answered by this method instead of an exception. */
@@ -85,10 +79,6 @@ record LockOperation(Method method, LockKeyExpression key, LockOptions options, 
     }
 
     static String describe(Method method) {
-        return method.getDeclaringClass().getName() + "." + method.getName() + "()";
-    }
-
-    static String keysText(Object key) {
-        return (key instanceof List<?> list) ? String.join(", ", list.stream().map(String::valueOf).toList()) : String.valueOf(key);
+        return AbstractOperationSource.describe(method);
     }
 }

@@ -2,8 +2,6 @@ package io.github.distlock.aop;
 
 import java.lang.reflect.Method;
 import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Future;
@@ -12,30 +10,17 @@ import java.util.concurrent.TimeUnit;
 import io.github.distlock.DistributedLock;
 import io.github.distlock.LockOptions;
 import io.github.distlock.spi.LockDurations;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.convert.DurationStyle;
-import org.springframework.context.expression.BeanFactoryResolver;
-import org.springframework.core.MethodClassKey;
-import org.springframework.core.DefaultParameterNameDiscoverer;
-import org.springframework.core.ParameterNameDiscoverer;
-import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
-import org.springframework.expression.BeanResolver;
 import org.springframework.util.ReflectionUtils;
 
 /**
  * Finds the {@link DistributedLock} of a method and parses it into a {@link LockOperation}, once per method and target
- * class.
+ * class (the caching, placeholders and key expression are {@link AbstractOperationSource}'s).
  */
-public class LockOperationSource {
+public class LockOperationSource extends AbstractOperationSource<DistributedLock, LockOperation> {
 
-    private static final LockOperation NONE = new LockOperation(null, null, null, null, false, null, false);
-
-    private final Map<MethodClassKey, LockOperation> cache = new ConcurrentHashMap<>(64);
-    private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
-    private final PropertyResolver placeholders;
-    private final BeanResolver beanResolver;
     private final Duration defaultWait;
     private final Duration defaultLease;
 
@@ -47,93 +32,46 @@ public class LockOperationSource {
      */
     public LockOperationSource(BeanFactory beanFactory, PropertyResolver placeholders, Duration defaultWait,
             Duration defaultLease) {
-        this.placeholders = placeholders;
-        this.beanResolver = (beanFactory != null) ? new BeanFactoryResolver(beanFactory) : null;
+        super(DistributedLock.class, beanFactory, placeholders);
         this.defaultWait = defaultWait;
         this.defaultLease = (defaultLease != null) ? defaultLease : LockOptions.WATCHDOG;
     }
 
-    /** The annotation's name, or the bean's class and the method: low-cardinality, for metrics and traces. */
-    private static String name(DistributedLock annotation, Method method, Class<?> targetClass) {
-        if (!annotation.name().isBlank()) {
-            return annotation.name().strip();
+    @Override
+    protected LockOperation parse(DistributedLock annotation, Method specific, Class<?> targetClass) {
+        LockKeyExpression key = parseKey(annotation.key(), specific, targetClass);
+        Duration holdAtLeast = time("holdAtLeast", annotation.holdAtLeast(), 0, annotation.holdAtLeastString(),
+                annotation.timeUnit(), null);
+        String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
+        LockOptions options = new LockOptions(
+                time("waitTime", annotation.waitTime(), DistributedLock.DEFAULT, annotation.waitTimeString(),
+                        annotation.timeUnit(), defaultWait),
+                time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
+                        annotation.timeUnit(), defaultLease),
+                annotation.fenced(), annotation.type(), holdAtLeast, name, annotation.permits());
+        LockOperation.Shape shape = shape(specific);
+        if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
+            throw new InvalidAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "
+                    + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
+                    + "HeldLock.fencingToken()", "Remove fenced = true, or lock with LockTemplate.acquireAsync and pass HeldLock.fencingToken() on");
         }
-        Class<?> type = (targetClass != null) ? org.springframework.util.ClassUtils.getUserClass(targetClass)
-                : method.getDeclaringClass();
-        String simpleName = type.getSimpleName();
-        return (simpleName.isEmpty() ? type.getName() : simpleName) + "." + method.getName();
-    }
-
-    /**
-     * The operation for {@code method} called on {@code targetClass}, or {@code null} when it has no
-     * {@link DistributedLock}.
-     *
-     * @throws IllegalStateException when the annotation is invalid, naming the method
-     */
-    LockOperation getOperation(Method method, Class<?> targetClass) {
-        MethodClassKey cacheKey = new MethodClassKey(method, targetClass);
-        LockOperation operation = cache.get(cacheKey);
-        if (operation == null) {
-            operation = cache.computeIfAbsent(cacheKey, key -> parse(method, targetClass));
-        }
-        return (operation != NONE) ? operation : null;
-    }
-
-    /** Whether the annotation of {@code method} on {@code targetClass} has been parsed already (for tests). */
-    boolean isParsed(Method method, Class<?> targetClass) {
-        return cache.containsKey(new MethodClassKey(method, targetClass));
-    }
-
-    private LockOperation parse(Method method, Class<?> targetClass) {
-        Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
-        DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
-        if (annotation == null && specific != method) {
-            annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
-        }
-        if (annotation == null) {
-            return NONE;
-        }
-        try {
-            String expression = resolvePlaceholders(annotation.key());
-            LockKeyExpression key = LockKeyExpression.parse(expression, specific, targetClass,
-                    parameterNames.getParameterNames(specific), beanResolver);
-            Duration holdAtLeast = time("holdAtLeast", annotation.holdAtLeast(), 0, annotation.holdAtLeastString(),
-                    annotation.timeUnit(), null);
-            LockOptions options = new LockOptions(
-                    time("waitTime", annotation.waitTime(), DistributedLock.DEFAULT, annotation.waitTimeString(),
-                            annotation.timeUnit(), defaultWait),
-                    time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
-                            annotation.timeUnit(), defaultLease),
-                    annotation.fenced(), annotation.type(), holdAtLeast, name(annotation, specific, targetClass),
-                    annotation.permits());
-            LockOperation.Shape shape = shape(specific);
-            if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
-                throw new LockAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "
-                        + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
-                        + "HeldLock.fencingToken()", "Remove fenced = true, or lock with LockTemplate.acquireAsync and pass HeldLock.fencingToken() on");
+        Method fallback = null;
+        boolean fallbackTakesException = false;
+        if (!annotation.fallbackMethod().isEmpty()) {
+            if (annotation.skipIfLocked()) {
+                throw new InvalidAnnotationException("skipIfLocked and fallbackMethod exclude each other: choose one", "Keep skipIfLocked = true or fallbackMethod, not both");
             }
-            Method fallback = null;
-            boolean fallbackTakesException = false;
-            if (!annotation.fallbackMethod().isEmpty()) {
-                if (annotation.skipIfLocked()) {
-                    throw new LockAnnotationException("skipIfLocked and fallbackMethod exclude each other: choose one", "Keep skipIfLocked = true or fallbackMethod, not both");
-                }
-                fallback = fallbackMethod(specific, targetClass, annotation.fallbackMethod());
-                fallbackTakesException = fallback.getParameterCount() > specific.getParameterCount();
-            }
-            else if (annotation.skipIfLocked() && specific.getReturnType().isPrimitive()
-                    && specific.getReturnType() != void.class) {
-                throw new LockAnnotationException("skipIfLocked on a method returning " + specific.getReturnType()
-                        + ": a skipped call has nothing to return; return void, a wrapper type, Optional, a "
-                        + "CompletableFuture, or use fallbackMethod", "Return void, a wrapper type, Optional or a CompletableFuture, or name a fallbackMethod");
-            }
-            return new LockOperation(specific, key, options, shape, annotation.skipIfLocked(), fallback,
-                    fallbackTakesException);
+            fallback = fallbackMethod(specific, targetClass, annotation.fallbackMethod());
+            fallbackTakesException = fallback.getParameterCount() > specific.getParameterCount();
         }
-        catch (IllegalArgumentException ex) {
-            throw new IllegalStateException("Invalid @DistributedLock on " + LockOperation.describe(specific) + ": "
-                    + ex.getMessage(), ex);
+        else if (annotation.skipIfLocked() && specific.getReturnType().isPrimitive()
+                && specific.getReturnType() != void.class) {
+            throw new InvalidAnnotationException("skipIfLocked on a method returning " + specific.getReturnType()
+                    + ": a skipped call has nothing to return; return void, a wrapper type, Optional, a "
+                    + "CompletableFuture, or use fallbackMethod", "Return void, a wrapper type, Optional or a CompletableFuture, or name a fallbackMethod");
         }
+        return new LockOperation(specific, key, options, shape, annotation.skipIfLocked(), fallback,
+                fallbackTakesException);
     }
 
     /** How the method delivers its result; a result type whose end the lock can't observe fails the startup. */
@@ -150,7 +88,7 @@ public class LockOperationSource {
         }
         if (Future.class.isAssignableFrom(type) || CompletionStage.class.isAssignableFrom(type)
                 || ReactiveLocking.isOtherPublisher(type)) {
-            throw new LockAnnotationException("the method returns " + type.getName() + ", whose completion the lock "
+            throw new InvalidAnnotationException("the method returns " + type.getName() + ", whose completion the lock "
                     + "cannot follow (it would be released when the method returns, before the work is done); return "
                     + "CompletableFuture, CompletionStage, Mono or Flux", "Return CompletableFuture, CompletionStage, Mono or Flux, or do the work before returning");
         }
@@ -170,28 +108,21 @@ public class LockOperationSource {
         String expected = name + "(" + java.util.Arrays.stream(parameters).map(Class::getSimpleName)
                 .collect(java.util.stream.Collectors.joining(", ")) + "[, LockAcquisitionException])";
         if (fallback == null) {
-            throw new LockAnnotationException("fallbackMethod '" + name + "' not found in " + owner.getName()
+            throw new InvalidAnnotationException("fallbackMethod '" + name + "' not found in " + owner.getName()
                     + ": expected " + expected + " returning " + method.getReturnType().getSimpleName(), "Add the fallback method to the bean with the same parameters (optionally plus a LockAcquisitionException) and a compatible return type, or correct fallbackMethod");
         }
         if (!org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
                 .isAssignableFrom(org.springframework.util.ClassUtils.resolvePrimitiveIfNecessary(fallback.getReturnType()))) {
-            throw new LockAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " returns "
+            throw new InvalidAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " returns "
                     + fallback.getReturnType().getName() + ", which " + LockOperation.describe(method)
                     + " cannot return (it returns " + method.getReturnType().getName() + ")", "Make the fallback return what the annotated method returns");
         }
         if (java.lang.reflect.Modifier.isStatic(fallback.getModifiers())) {
-            throw new LockAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " is static; "
+            throw new InvalidAnnotationException("fallbackMethod " + LockOperation.describe(fallback) + " is static; "
                     + "make it an instance method of the bean", "Make the fallback an instance method of the bean");
         }
         ReflectionUtils.makeAccessible(fallback);
         return fallback;
-    }
-
-    private String resolvePlaceholders(String expression) {
-        if (placeholders != null && expression.contains("${")) {
-            return placeholders.resolveRequiredPlaceholders(expression);
-        }
-        return expression;
     }
 
     /**
@@ -203,7 +134,7 @@ public class LockOperationSource {
             return (number == unset && unset == 0) ? null : time(attribute, number, unset, unit, fallback);
         }
         if (number != unset) {
-            throw new LockAnnotationException(attribute + " = " + number + " and " + attribute + "String = \"" + text
+            throw new InvalidAnnotationException(attribute + " = " + number + " and " + attribute + "String = \"" + text
                     + "\" are both set", "Set one of " + attribute + " and " + attribute + "String");
         }
         String resolved = resolvePlaceholders(text).trim();
@@ -212,15 +143,15 @@ public class LockOperationSource {
             duration = DurationStyle.detectAndParse(resolved, unit.toChronoUnit());
         }
         catch (IllegalArgumentException ex) {
-            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is not a duration" + (resolved.equals(text)
+            throw new InvalidAnnotationException(attribute + "String = \"" + text + "\" is not a duration" + (resolved.equals(text)
                     ? "" : " (resolved: \"" + resolved + "\")"), "Write a duration such as \"2s\", \"500ms\" or \"PT2S\"", ex);
         }
         if (duration.isNegative()) {
-            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is negative",
+            throw new InvalidAnnotationException(attribute + "String = \"" + text + "\" is negative",
                     "Use 0 or a positive duration");
         }
         if (!duration.isZero() && duration.compareTo(Duration.ofMillis(1)) < 0) {
-            throw new LockAnnotationException(attribute + "String = \"" + text + "\" is below 1 ms",
+            throw new InvalidAnnotationException(attribute + "String = \"" + text + "\" is below 1 ms",
                     "Use 0 or at least one millisecond (Redis counts leases in milliseconds)");
         }
         return duration;
@@ -233,7 +164,7 @@ public class LockOperationSource {
             return fallback;
         }
         if (value < 0) {
-            throw new LockAnnotationException(attribute + " must be >= 0" + ((unset == DistributedLock.DEFAULT)
+            throw new InvalidAnnotationException(attribute + " must be >= 0" + ((unset == DistributedLock.DEFAULT)
                     ? " (or DistributedLock.DEFAULT)" : "") + ", was " + value, (unset == DistributedLock.DEFAULT)
                     ? "Use a value >= 0, or leave the attribute out for the configured default"
                     : "Use a value >= 0, or leave the attribute out for none");
@@ -243,7 +174,7 @@ public class LockOperationSource {
         if (!time.isZero() && time.compareTo(Duration.ofMillis(1)) < 0) {
             // Redis counts in milliseconds: a 500 us lease would reach it as "expire now", a lock gone before the body runs
             String zero = attribute.equals("leaseTime") ? "0 (watchdog)" : "0";
-            throw new LockAnnotationException(attribute + " must be " + zero + " or at least 1 ms, was " + value + " " + unit, "Use 0 or at least one millisecond (Redis counts leases in milliseconds)");
+            throw new InvalidAnnotationException(attribute + " must be " + zero + " or at least 1 ms, was " + value + " " + unit, "Use 0 or at least one millisecond (Redis counts leases in milliseconds)");
         }
         return time;
     }

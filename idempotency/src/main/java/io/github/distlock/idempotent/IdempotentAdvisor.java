@@ -1,15 +1,9 @@
 package io.github.distlock.idempotent;
 
-import org.aopalliance.aop.Advice;
-import org.springframework.aop.Pointcut;
-import org.springframework.aop.support.AbstractPointcutAdvisor;
-import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import io.github.distlock.aop.AbstractAnnotationAdvisor;
 
 /** Applies {@link IdempotentInterceptor} to every method annotated with {@link Idempotent}. */
-public class IdempotentAdvisor extends AbstractPointcutAdvisor {
-
-    private final Pointcut pointcut = new AnnotationMatchingPointcut(null, Idempotent.class, true);
-    private final IdempotentInterceptor interceptor;
+public class IdempotentAdvisor extends AbstractAnnotationAdvisor {
 
     /**
      * @param interceptor the advice
@@ -17,17 +11,6 @@ public class IdempotentAdvisor extends AbstractPointcutAdvisor {
      * and {@code @DistributedLock})
      */
     public IdempotentAdvisor(IdempotentInterceptor interceptor, int order) {
-        this.interceptor = interceptor;
-        setOrder(order);
-    }
-
-    @Override
-    public Pointcut getPointcut() {
-        return pointcut;
-    }
-
-    @Override
-    public Advice getAdvice() {
-        return interceptor;
+        super(Idempotent.class, interceptor, order);
     }
 }

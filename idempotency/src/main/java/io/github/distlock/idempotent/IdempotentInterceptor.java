@@ -2,18 +2,16 @@ package io.github.distlock.idempotent;
 
 import java.util.function.Supplier;
 
-import org.aopalliance.intercept.MethodInterceptor;
+import io.github.distlock.aop.AbstractOperationInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
-import org.springframework.aop.support.AopUtils;
 
 /** Runs an {@link Idempotent} method through {@link IdempotencyTemplate}. */
-public class IdempotentInterceptor implements MethodInterceptor {
+public class IdempotentInterceptor extends AbstractOperationInterceptor<IdempotentOperation> {
 
     private static final boolean TRANSACTIONS_PRESENT = org.springframework.util.ClassUtils.isPresent(
             "org.springframework.transaction.support.TransactionSynchronizationManager",
             IdempotentInterceptor.class.getClassLoader());
 
-    private final Supplier<IdempotentOperationSource> operations;
     private final Supplier<IdempotencyTemplate> template;
 
     /**
@@ -24,7 +22,7 @@ public class IdempotentInterceptor implements MethodInterceptor {
      */
     public IdempotentInterceptor(Supplier<IdempotentOperationSource> operations,
             Supplier<IdempotencyTemplate> template) {
-        this.operations = operations;
+        super(operations);
         this.template = template;
     }
 
@@ -44,13 +42,8 @@ public class IdempotentInterceptor implements MethodInterceptor {
     }
 
     @Override
-    public Object invoke(MethodInvocation invocation) throws Throwable {
-        Object target = invocation.getThis();
-        Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : null;
-        IdempotentOperation operation = operations.get().getOperation(invocation.getMethod(), targetClass);
-        if (operation == null) {
-            return invocation.proceed();
-        }
+    protected Object execute(IdempotentOperation operation, MethodInvocation invocation, Object target,
+            Class<?> targetClass) throws Throwable {
         Object[] args = invocation.getArguments();
         String key = operation.evaluateKey(args, target, targetClass);
         return template.get().execute(key, operation.options(args, target, targetClass), operation.resultType(),

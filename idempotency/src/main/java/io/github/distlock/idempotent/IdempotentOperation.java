@@ -3,7 +3,8 @@ package io.github.distlock.idempotent;
 import java.lang.reflect.Method;
 import java.util.List;
 
-import io.github.distlock.aop.SharedKeyExpression;
+import io.github.distlock.aop.AbstractOperationSource;
+import io.github.distlock.aop.LockKeyExpression;
 import org.springframework.core.ResolvableType;
 
 /**
@@ -19,15 +20,16 @@ import org.springframework.core.ResolvableType;
  * its own {@code @Transactional} suspends that transaction ({@code REQUIRES_NEW}, {@code NOT_SUPPORTED},
  * {@code NEVER}), so its work is committed, or not, when it returns
  */
-record IdempotentOperation(Method method, SharedKeyExpression key, FingerprintExpression fingerprint,
+record IdempotentOperation(Method method, LockKeyExpression key, FingerprintExpression fingerprint,
         IdempotencyOptions options, ResolvableType resultType, boolean joinsCallerTransaction) {
 
     /** The key of one call. */
     String evaluateKey(Object[] args, Object target, Class<?> targetClass) {
-        Object value = evaluate(key, args, target, targetClass);
+        Object value = key.evaluate(args, target, targetClass);
         if (value instanceof List<?> several) {
-            throw new IllegalArgumentException("@Idempotent on " + describe(method) + ": key '" + key.source()
-                    + "' names " + several.size() + " keys " + several + "; an idempotent call has one key");
+            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method) + ": key '"
+                    + key.source() + "' names " + several.size() + " keys " + several
+                    + "; an idempotent call has one key");
         }
         return (String) value;
     }
@@ -42,20 +44,11 @@ record IdempotentOperation(Method method, SharedKeyExpression key, FingerprintEx
             value = fingerprint.evaluate(method, args, target);
         }
         catch (RuntimeException ex) {
-            throw new IllegalArgumentException("@Idempotent on " + describe(method) + ": fingerprint '"
-                    + fingerprint.source() + "' could not be evaluated: " + ex.getMessage(), ex);
+            throw new IllegalArgumentException("@Idempotent on " + AbstractOperationSource.describe(method)
+                    + ": fingerprint '" + fingerprint.source() + "' could not be evaluated: " + ex.getMessage(), ex);
         }
         // null is a value too (an absent field): empty, so that it is compared rather than skipped
         return options.withFingerprint((value != null) ? value : java.util.Optional.empty());
-    }
-
-    private Object evaluate(SharedKeyExpression expression, Object[] args, Object target, Class<?> targetClass) {
-        try {
-            return expression.evaluate(method, args, target, targetClass);
-        }
-        catch (IllegalArgumentException ex) {
-            throw new IllegalArgumentException("@Idempotent on " + describe(method) + ": " + ex.getMessage(), ex);
-        }
     }
 
     /** The fingerprint expression: SpEL over the parameters, evaluated to the value itself (never its text). */
@@ -74,9 +67,5 @@ record IdempotentOperation(Method method, SharedKeyExpression key, FingerprintEx
             }
             return expression.getValue(context);
         }
-    }
-
-    static String describe(Method method) {
-        return method.getDeclaringClass().getName() + "." + method.getName() + "()";
     }
 }

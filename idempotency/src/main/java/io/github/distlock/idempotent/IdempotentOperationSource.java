@@ -4,39 +4,26 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 
-import io.github.distlock.aop.SharedKeyExpression;
+import io.github.distlock.aop.AbstractOperationSource;
+import io.github.distlock.aop.InvalidAnnotationException;
+import io.github.distlock.aop.LockKeyExpression;
 import io.github.distlock.spi.LockDurations;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.convert.DurationStyle;
-import org.springframework.context.expression.BeanFactoryResolver;
-import org.springframework.core.DefaultParameterNameDiscoverer;
-import org.springframework.core.MethodClassKey;
-import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.ResolvableType;
-import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
-import org.springframework.expression.BeanResolver;
 import org.springframework.util.ClassUtils;
 
 /**
  * Finds the {@link Idempotent} of a method and parses it into an {@link IdempotentOperation}, once per method and
- * target class.
+ * target class (the caching, placeholders and key expression are {@link AbstractOperationSource}'s).
  */
-public class IdempotentOperationSource {
+public class IdempotentOperationSource extends AbstractOperationSource<Idempotent, IdempotentOperation> {
 
-    private static final IdempotentOperation NONE = new IdempotentOperation(null, null, null, null, null, true);
-
-    private final Map<MethodClassKey, IdempotentOperation> cache = new ConcurrentHashMap<>(32);
-    private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
-    private final PropertyResolver placeholders;
-    private final BeanResolver beanResolver;
     private final Duration defaultTtl;
 
     /**
@@ -45,60 +32,30 @@ public class IdempotentOperationSource {
      * @param defaultTtl the mark lifetime of an annotation that sets none
      */
     public IdempotentOperationSource(BeanFactory beanFactory, PropertyResolver placeholders, Duration defaultTtl) {
-        this.placeholders = placeholders;
-        this.beanResolver = (beanFactory != null) ? new BeanFactoryResolver(beanFactory) : null;
+        super(Idempotent.class, beanFactory, placeholders);
         this.defaultTtl = defaultTtl;
     }
 
-    /**
-     * The operation for {@code method} called on {@code targetClass}, or {@code null} when it has no {@link Idempotent}.
-     *
-     * @throws IllegalStateException when the annotation is invalid, naming the method; its cause says what to do
-     */
-    IdempotentOperation getOperation(Method method, Class<?> targetClass) {
-        IdempotentOperation operation = cache.computeIfAbsent(new MethodClassKey(method, targetClass),
-                key -> parse(method, targetClass));
-        return (operation != NONE) ? operation : null;
-    }
-
-    private IdempotentOperation parse(Method method, Class<?> targetClass) {
-        Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
-        Idempotent annotation = AnnotatedElementUtils.findMergedAnnotation(specific, Idempotent.class);
-        if (annotation == null) {
-            annotation = AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class);
+    @Override
+    protected IdempotentOperation parse(Idempotent annotation, Method specific, Class<?> targetClass) {
+        LockKeyExpression key = parseKey(annotation.key(), specific, targetClass);
+        IdempotentOperation.FingerprintExpression fingerprint = annotation.fingerprint().isBlank() ? null
+                : fingerprint(resolvePlaceholders(annotation.fingerprint()), specific, parameterNames(specific));
+        Duration ttl = duration("ttl", annotation.ttl(), defaultTtl);
+        if (ttl.compareTo(Duration.ofMillis(1)) < 0) {
+            throw new InvalidAnnotationException("ttl = \"" + annotation.ttl() + "\" must be at least 1 ms",
+                    "Give the mark a lifetime longer than the longest time a client may retry, e.g. ttl = \"24h\"");
         }
-        if (annotation == null) {
-            return NONE;
+        Duration waitTime = duration("waitTime", annotation.waitTime(), null);
+        if (waitTime != null && annotation.whileRunning() == WhileRunning.REFUSE) {
+            throw new InvalidAnnotationException("waitTime = \"" + annotation.waitTime() + "\" is set but "
+                    + "whileRunning = REFUSE never waits", "Remove waitTime, or use whileRunning = WAIT");
         }
-        try {
-            String[] names = parameterNames.getParameterNames(specific);
-            SharedKeyExpression key = SharedKeyExpression.parse(resolve(annotation.key()), specific, targetClass,
-                    names, beanResolver);
-            IdempotentOperation.FingerprintExpression fingerprint = annotation.fingerprint().isBlank() ? null
-                    : fingerprint(resolve(annotation.fingerprint()), specific, names);
-            Duration ttl = duration("ttl", annotation.ttl(), defaultTtl);
-            if (ttl.compareTo(Duration.ofMillis(1)) < 0) {
-                throw new InvalidAnnotation("ttl = \"" + annotation.ttl() + "\" must be at least 1 ms",
-                        "Give the mark a lifetime longer than the longest time a client may retry, e.g. ttl = \"24h\"");
-            }
-            Duration waitTime = duration("waitTime", annotation.waitTime(), null);
-            if (waitTime != null && annotation.whileRunning() == WhileRunning.REFUSE) {
-                throw new InvalidAnnotation("waitTime = \"" + annotation.waitTime() + "\" is set but whileRunning = "
-                        + "REFUSE never waits", "Remove waitTime, or use whileRunning = WAIT");
-            }
-            String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
-            IdempotencyOptions options = new IdempotencyOptions(ttl, waitTime, annotation.whileRunning(),
-                    List.of(annotation.storeFailureFor()), null, name);
-            return new IdempotentOperation(specific, key, fingerprint, options, resultType(specific, targetClass),
-                    joinsCallerTransaction(specific, targetClass));
-        }
-        catch (IllegalArgumentException ex) {
-            InvalidAnnotation invalid = (ex instanceof InvalidAnnotation own) ? own : new InvalidAnnotation(
-                    ex.getMessage(), (SharedKeyExpression.action(ex) != null) ? SharedKeyExpression.action(ex)
-                            : "Correct the @Idempotent annotation of the method named above.", ex);
-            throw new IllegalStateException("Invalid @Idempotent on " + IdempotentOperation.describe(specific) + ": "
-                    + ex.getMessage(), invalid);
-        }
+        String name = annotation.name().isBlank() ? defaultName(specific, targetClass) : annotation.name().strip();
+        IdempotencyOptions options = new IdempotencyOptions(ttl, waitTime, annotation.whileRunning(),
+                List.of(annotation.storeFailureFor()), null, name);
+        return new IdempotentOperation(specific, key, fingerprint, options, resultType(specific, targetClass),
+                joinsCallerTransaction(specific, targetClass));
     }
 
     /**
@@ -112,7 +69,7 @@ public class IdempotentOperationSource {
                     .parseExpression(source);
         }
         catch (org.springframework.expression.ParseException ex) {
-            throw new InvalidAnnotation("fingerprint = \"" + source + "\" is not a valid SpEL expression: "
+            throw new InvalidAnnotationException("fingerprint = \"" + source + "\" is not a valid SpEL expression: "
                     + ex.getMessage(), "Write the fingerprint as a SpEL expression over the parameters, e.g. "
                     + "fingerprint = \"#request\"", ex);
         }
@@ -127,24 +84,24 @@ public class IdempotentOperationSource {
                 index = java.util.Arrays.asList(names).indexOf(parameter.group(2));
             }
             if (index < 0 && parameter.group(2) != null && names != null) {
-                throw new InvalidAnnotation("fingerprint = \"" + source + "\" names no parameter of the method "
-                        + "(its parameters: " + String.join(", ", names) + ")",
+                throw new InvalidAnnotationException("fingerprint = \"" + source + "\" names no parameter of the "
+                        + "method (its parameters: " + String.join(", ", names) + ")",
                         "Name a parameter of the method, e.g. fingerprint = \"#" + names[0] + "\"");
             }
             if (index >= method.getParameterCount()) {
-                throw new InvalidAnnotation("fingerprint = \"" + source + "\" names parameter " + index
+                throw new InvalidAnnotationException("fingerprint = \"" + source + "\" names parameter " + index
                         + " of a method with " + method.getParameterCount(), "Name a parameter of the method");
             }
             if (index >= 0) {
                 String problem = RequestFingerprint.unfingerprintable(method.getParameterTypes()[index]);
                 if (problem != null) {
-                    throw new InvalidAnnotation("fingerprint = \"" + source + "\" cannot be fingerprinted: "
+                    throw new InvalidAnnotationException("fingerprint = \"" + source + "\" cannot be fingerprinted: "
                             + problem, "Fingerprint the request's content: a record, a class with fields, a map, "
                             + "or a value such as a String or a number");
                 }
             }
         }
-        return new IdempotentOperation.FingerprintExpression(source, expression, beanResolver);
+        return new IdempotentOperation.FingerprintExpression(source, expression, beanResolver());
     }
 
     /**
@@ -182,26 +139,26 @@ public class IdempotentOperationSource {
                 : method.getDeclaringClass());
         Class<?> raw = type.resolve();
         if (raw == null || type.hasUnresolvableGenerics()) {
-            throw new InvalidAnnotation("the return type " + type + " cannot be resolved, so a duplicate could not get "
-                    + "the stored result back as it", "Declare a concrete return type (generics included)");
+            throw new InvalidAnnotationException("the return type " + type + " cannot be resolved, so a duplicate "
+                    + "could not get the stored result back as it", "Declare a concrete return type (generics included)");
         }
         if (Future.class.isAssignableFrom(raw) || CompletionStage.class.isAssignableFrom(raw)
                 || isPublisher(raw)) {
-            throw new InvalidAnnotation("the method returns " + raw.getName() + ": an idempotent call must finish "
-                    + "before it returns (its mark is written then), so asynchronous results are not supported",
+            throw new InvalidAnnotationException("the method returns " + raw.getName() + ": an idempotent call must "
+                    + "finish before it returns (its mark is written then), so asynchronous results are not supported",
                     "Return the value itself, or use IdempotencyTemplate around the blocking part");
         }
         if (isDeferredWork(raw)) {
             // the work runs after the method returned, when the caller calls it: marked done at the return, a retry
             // of work that then failed (or never ran) would be refused as a duplicate
-            throw new InvalidAnnotation("the method returns " + raw.getName() + ", work that runs after the method "
-                    + "returned: an idempotent call must finish before it returns (its mark is written then), so "
+            throw new InvalidAnnotationException("the method returns " + raw.getName() + ", work that runs after the "
+                    + "method returned: an idempotent call must finish before it returns (its mark is written then), so "
                     + "deferred work is not supported",
                     "Return the value itself, and put @Idempotent on the method that does the work");
         }
         if (raw == Object.class) {
-            throw new InvalidAnnotation("the method returns Object: a duplicate would get the stored result back as a "
-                    + "JSON map, not as the type the first call returned",
+            throw new InvalidAnnotationException("the method returns Object: a duplicate would get the stored result "
+                    + "back as a JSON map, not as the type the first call returned",
                     "Declare the type the method returns (records and Jackson-readable classes replay as themselves)");
         }
         return type;
@@ -209,28 +166,21 @@ public class IdempotentOperationSource {
 
     /** Work handed back to be run later: by the caller, or by Spring MVC as an asynchronous request. */
     private static boolean isDeferredWork(Class<?> type) {
-        if (Callable.class.isAssignableFrom(type) || Runnable.class.isAssignableFrom(type)
-                || java.util.function.Supplier.class.isAssignableFrom(type)) {
-            return true;
-        }
-        for (String name : List.of("org.springframework.web.context.request.async.WebAsyncTask",
-                "org.springframework.web.context.request.async.DeferredResult",
-                "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
-                "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody")) {
-            try {
-                if (ClassUtils.forName(name, type.getClassLoader()).isAssignableFrom(type)) {
-                    return true;
-                }
-            }
-            catch (ClassNotFoundException | LinkageError ex) {
-                // not on the class path: nothing returns it
-            }
-        }
-        return false;
+        return Callable.class.isAssignableFrom(type) || Runnable.class.isAssignableFrom(type)
+                || java.util.function.Supplier.class.isAssignableFrom(type)
+                || isAny(type, "org.springframework.web.context.request.async.WebAsyncTask",
+                        "org.springframework.web.context.request.async.DeferredResult",
+                        "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
+                        "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody");
     }
 
     private static boolean isPublisher(Class<?> type) {
-        for (String name : List.of("org.reactivestreams.Publisher", "java.util.concurrent.Flow$Publisher")) {
+        return isAny(type, "org.reactivestreams.Publisher", "java.util.concurrent.Flow$Publisher");
+    }
+
+    /** Whether {@code type} is one of the named types that are on its class path. */
+    private static boolean isAny(Class<?> type, String... names) {
+        for (String name : names) {
             try {
                 if (ClassUtils.forName(name, type.getClassLoader()).isAssignableFrom(type)) {
                     return true;
@@ -247,48 +197,21 @@ public class IdempotentOperationSource {
         if (text.isBlank()) {
             return fallback;
         }
-        String resolved = resolve(text).strip();
+        String resolved = resolvePlaceholders(text).strip();
         Duration duration;
         try {
             duration = DurationStyle.detectAndParse(resolved, ChronoUnit.SECONDS);
         }
         catch (IllegalArgumentException ex) {
-            throw new InvalidAnnotation(attribute + " = \"" + text + "\" is not a duration" + (resolved.equals(text)
-                    ? "" : " (resolved: \"" + resolved + "\")"), "Write a duration such as \"24h\", \"30s\" or \"PT10M\"", ex);
+            throw new InvalidAnnotationException(attribute + " = \"" + text + "\" is not a duration"
+                    + (resolved.equals(text) ? "" : " (resolved: \"" + resolved + "\")"),
+                    "Write a duration such as \"24h\", \"30s\" or \"PT10M\"", ex);
         }
         if (duration.isNegative() || (!duration.isZero() && duration.compareTo(Duration.ofMillis(1)) < 0)) {
-            throw new InvalidAnnotation(attribute + " = \"" + text + "\" must be 0 or at least 1 ms",
+            throw new InvalidAnnotationException(attribute + " = \"" + text + "\" must be 0 or at least 1 ms",
                     "Use 0 or a duration of at least one millisecond");
         }
         // "9223372036854775807s" parses (a Duration holds it) but no store or lock counts it: for ever is FOR_EVER
         return LockDurations.capped(duration);
-    }
-
-    private String resolve(String text) {
-        return (placeholders != null && text.contains("${")) ? placeholders.resolveRequiredPlaceholders(text) : text;
-    }
-
-    private static String defaultName(Method method, Class<?> targetClass) {
-        Class<?> type = (targetClass != null) ? ClassUtils.getUserClass(targetClass) : method.getDeclaringClass();
-        return (type.getSimpleName().isEmpty() ? type.getName() : type.getSimpleName()) + "." + method.getName();
-    }
-
-    /** An invalid annotation, with what to do about it. */
-    static final class InvalidAnnotation extends IllegalArgumentException {
-
-        private final String action;
-
-        InvalidAnnotation(String message, String action) {
-            this(message, action, null);
-        }
-
-        InvalidAnnotation(String message, String action, Throwable cause) {
-            super(message, cause);
-            this.action = action;
-        }
-
-        String action() {
-            return action;
-        }
     }
 }
