@@ -3,9 +3,11 @@ package io.github.distlock.aop;
 import java.lang.reflect.Method;
 import java.util.List;
 import java.util.function.BiPredicate;
+import java.util.stream.Collectors;
 import java.util.function.BooleanSupplier;
 
 import io.github.distlock.DistlockConfigurationException;
+import io.github.distlock.autoconfigure.DistlockBackend;
 import io.github.distlock.LockType;
 
 import io.github.distlock.DistributedLock;
@@ -76,35 +78,36 @@ public class DistributedLockMethodValidator extends AbstractMethodValidator<Dist
 
     private final BooleanSupplier permitsSupported;
 
-    /** The values of {@code distlock.backend}. */
-    private static final List<String> KNOWN_BACKENDS = List.of("redis", "jdbc", "zookeeper", "etcd");
-
     @Override
     protected void checkCanRun(Method method, String beanName) {
-            if (!lockingAvailable.getAsBoolean()) {
-                if (chosenBackend != null && !KNOWN_BACKENDS.contains(chosenBackend.strip().toLowerCase(java.util.Locale.ROOT))) {
-                    throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
-                            + " cannot take a lock: distlock.backend=" + chosenBackend + " names no backend distlock has.",
-                            "Set distlock.backend to one of " + String.join(", ", KNOWN_BACKENDS) + ", or remove it to "
-                            + "use the one backend that is configured.", null);
-                }
-                if (chosenBackend != null) {
-                    throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
-                            + " cannot take a lock: distlock.backend=" + chosenBackend + " chooses a backend that is "
-                            + "not configured (no LockProvider bean, so no LockTemplate).",
-                            "Give the chosen backend its module and its client: redis needs org.redisson:redisson and "
-                            + "spring-boot-data-redis (the distlock starter brings both); jdbc needs distlock-jdbc and a "
-                            + "DataSource bean; zookeeper needs distlock-zookeeper and distlock.zookeeper.connect-string "
-                            + "or a CuratorFramework bean; etcd needs distlock-etcd and distlock.etcd.endpoints or a "
-                            + "jetcd Client bean. Or choose a configured backend with distlock.backend.", null);
-                }
-                throw new DistlockConfigurationException("@DistributedLock on " + LockOperation.describe(method)
-                        + " cannot take a lock: no lock backend is configured (no LockProvider bean, so no LockTemplate).",
-                        "Configure Redis with spring.data.redis.* (the distlock starter brings org.redisson:redisson "
-                        + "and spring-boot-data-redis, which distlock needs on the class path), or declare a "
-                        + "LockProvider bean. Setting distlock.enabled=false instead runs every @DistributedLock method "
-                        + "WITHOUT a lock.", null);
-            }
+        if (lockingAvailable.getAsBoolean()) {
+            return;
+        }
+        String on = "@DistributedLock on " + LockOperation.describe(method) + " cannot take a lock: ";
+        if (chosenBackend != null && DistlockBackend.FIRST_PARTY.keySet().stream()
+                .noneMatch(name -> DistlockBackend.sameName(name, chosenBackend))) {
+            // not one of distlock's own names, and no backend of that name registered itself (else locking would be
+            // available): a typo, or a third party's backend whose module is missing
+            throw new DistlockConfigurationException(on + "distlock.backend=" + chosenBackend
+                    + " names no backend distlock has.",
+                    "Set distlock.backend to one of " + String.join(", ", DistlockBackend.FIRST_PARTY.keySet())
+                    + " (or the name a third party's backend module registers, with that module on the class path), "
+                    + "or remove it to use the one backend that is configured.", null);
+        }
+        if (chosenBackend != null) {
+            throw new DistlockConfigurationException(on + "distlock.backend=" + chosenBackend
+                    + " chooses a backend that is not configured (no LockProvider bean, so no LockTemplate).",
+                    "Give the chosen backend its module and its client: " + DistlockBackend.FIRST_PARTY.entrySet()
+                    .stream().map(backend -> backend.getKey() + " needs " + backend.getValue())
+                    .collect(Collectors.joining("; ")) + ". Or choose a configured backend with distlock.backend.",
+                    null);
+        }
+        throw new DistlockConfigurationException(on
+                + "no lock backend is configured (no LockProvider bean, so no LockTemplate).",
+                "Add a backend: " + DistlockBackend.FIRST_PARTY.entrySet().stream()
+                .map(backend -> backend.getKey() + " needs " + backend.getValue())
+                .collect(Collectors.joining("; ")) + "; or declare a LockProvider bean. Setting distlock.enabled=false "
+                + "instead runs every @DistributedLock method WITHOUT a lock.", null);
     }
 
     @Override

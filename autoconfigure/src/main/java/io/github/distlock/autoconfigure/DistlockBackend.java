@@ -1,5 +1,8 @@
 package io.github.distlock.autoconfigure;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
 
@@ -22,6 +25,22 @@ import org.jspecify.annotations.Nullable;
  */
 public record DistlockBackend(String name, String description, Supplier<? extends LockProvider> provider) {
 
+    /**
+     * distlock's own backends, by name, with what each needs: named in startup reports when the chosen backend is
+     * missing. Not a limit: a third party's backend registers a {@code DistlockBackend} of its own name.
+     */
+    public static final Map<String, String> FIRST_PARTY = firstParty();
+
+    private static Map<String, String> firstParty() {
+        Map<String, String> backends = new LinkedHashMap<>();
+        backends.put("redis", "distlock-redis, org.redisson:redisson and spring-boot-data-redis (the distlock starter "
+                + "brings all three) with spring.data.redis.* or a RedissonClient bean");
+        backends.put("jdbc", "distlock-jdbc and a DataSource bean");
+        backends.put("zookeeper", "distlock-zookeeper and distlock.zookeeper.connect-string or a CuratorFramework bean");
+        backends.put("etcd", "distlock-etcd and distlock.etcd.endpoints or a jetcd Client bean");
+        return Collections.unmodifiableMap(backends);
+    }
+
     /** Checks that every part is there. */
     public DistlockBackend {
         Objects.requireNonNull(name, "name");
@@ -36,7 +55,17 @@ public record DistlockBackend(String name, String description, Supplier<? extend
      * @return {@code false} for {@code null}
      */
     public boolean isNamed(@Nullable String chosen) {
-        return chosen != null && canonical(chosen).equals(canonical(name));
+        return chosen != null && sameName(name, chosen);
+    }
+
+    /**
+     * Whether two backend names are the same as {@code distlock.backend} compares them (see {@link #isNamed}).
+     * @param one a name
+     * @param other another name
+     * @return whether they name the same backend
+     */
+    public static boolean sameName(String one, String other) {
+        return canonical(one).equals(canonical(other));
     }
 
     static String canonical(String name) {

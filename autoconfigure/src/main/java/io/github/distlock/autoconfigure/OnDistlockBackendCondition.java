@@ -19,7 +19,7 @@ class OnDistlockBackendCondition extends SpringBootCondition {
         if (chosen == null || chosen.isBlank()) {
             return ConditionOutcome.match("distlock.backend is not set: " + backend + " is a candidate");
         }
-        if (DistlockBackend.canonical(chosen).equals(DistlockBackend.canonical(backend))) {
+        if (DistlockBackend.sameName(chosen, backend)) {
             return ConditionOutcome.match("distlock.backend=" + chosen);
         }
         return ConditionOutcome.noMatch("distlock.backend=" + chosen + " chooses another backend than " + backend);
