@@ -18,9 +18,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-/** Review of the ZooKeeper backend: interleavings and inputs that could give two holders or a stuck lock. */
+/**
+ * The ZooKeeper backend under interleavings and inputs that could give two holders or a stuck lock (a vanished node,
+ * keys that differ only in an unpaired surrogate, a key past the packet limit): it gives neither.
+ */
 @Timeout(60)
-class ZooKeeperReviewTest extends ZooKeeperServerTestBase {
+class ZooKeeperUnusualKeysAndVanishedNodesKeepOneHolderTest extends ZooKeeperServerTestBase {
 
     private static final String BASE = "/distlock-review";
     private static final Duration SLACK = Duration.ofSeconds(10);
