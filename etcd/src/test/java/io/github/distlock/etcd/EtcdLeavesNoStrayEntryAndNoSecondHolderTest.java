@@ -29,7 +29,7 @@ import static org.awaitility.Awaitility.await;
 @Timeout(120)
 class EtcdLeavesNoStrayEntryAndNoSecondHolderTest extends EtcdServerTestBase {
 
-    private static final String NAMESPACE = "distlock-review/";
+    private static final String NAMESPACE = "distlock-interleavings/";
     private static final Duration SLACK = Duration.ofSeconds(10);
     /**
      * The TTL of the side behind the proxy: long enough that its session lease survives a pause, a dropped connection

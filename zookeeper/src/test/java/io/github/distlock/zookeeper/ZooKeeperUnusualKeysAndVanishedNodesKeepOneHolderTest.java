@@ -25,7 +25,7 @@ import static org.awaitility.Awaitility.await;
 @Timeout(60)
 class ZooKeeperUnusualKeysAndVanishedNodesKeepOneHolderTest extends ZooKeeperServerTestBase {
 
-    private static final String BASE = "/distlock-review";
+    private static final String BASE = "/distlock-interleavings";
     private static final Duration SLACK = Duration.ofSeconds(10);
 
     @Override
