@@ -180,7 +180,7 @@ class EtcdLeavesNoStrayEntryAndNoSecondHolderTest extends EtcdServerTestBase {
         assertThat(holder.lostWhileHeld()).isTrue();
     }
 
-    /** Sound: a waiter's future cancelled while its entry's creation is on its way leaves no entry. */
+    /** A waiter's future cancelled while its entry's creation is on its way leaves no entry. */
     @Test
     void aWaiterCancelledWhileItsEntryIsBeingCreatedLeavesNone() throws Exception {
         LockHandle holder = tryOnce("cancel-in-flight");
