@@ -19,7 +19,7 @@ import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 
 /**
- * The flash-sale key (issue 13): many threads on ONE key, lock + tiny critical section + unlock, for raw Redisson
+ * The flash-sale key: many threads on ONE key, lock + tiny critical section + unlock, for raw Redisson
  * {@code RLock} and {@code RFairLock} and for distlock's {@link LockTemplate} with {@link LockType#REENTRANT} and
  * {@link LockType#FAIR}, all in one run on one {@code redis-server} and one application (whose Redisson client the
  * raw cases share), plus each of them uncontended (one thread).

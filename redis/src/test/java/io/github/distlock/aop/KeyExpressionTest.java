@@ -87,7 +87,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
         assertThat(redisCommands.keys("*")).isEmpty();
     }
 
-    /** #2 of the correctness review: arrays and collections are rendered by their elements, not their identity. */
+    /** Arrays and collections are rendered by their elements, not their identity: the same arguments, the same key. */
     @Test
     void arraysAndCollectionsInAPartAreRenderedByTheirElements() {
         assertThat(keys.args("a", 1)).containsExactly("app:args:[a, 1]");
@@ -95,7 +95,7 @@ class KeyExpressionTest extends RedisIntegrationTest {
         assertThat(keys.list(List.of("x", "y"))).containsExactly("app:list:[x, y]");
     }
 
-    /** #2: a value whose text is its identity would be a new lock per call: refused before locking. */
+    /** A value whose text is its identity would be a new lock per call: refused before locking. */
     @Test
     void partWhoseTextIsAnIdentityFailsBeforeLocking() {
         int before = keys.calls();

@@ -231,8 +231,8 @@ class DistlockAutoConfigurationTest {
     }
 
     /**
-     * #4 of the correctness review: without a backend, annotated methods used to run unlocked. Now the startup fails
-     * and says how to configure one.
+     * Without a backend, annotated methods would run unlocked: the startup fails instead and says how to configure
+     * one.
      */
     @Test
     void annotatedMethodsWithoutABackendFailTheStartup() {

@@ -77,7 +77,7 @@ class StartupValidationTest {
         assertStartupFails(StaticMethod.class, StaticMethod.class.getName() + ".place()", "the method is static");
     }
 
-    /** #3 of the correctness review: a lease below 1 ms reached Redis as PEXPIRE 0, so the method ran unlocked. */
+    /** A lease below 1 ms would reach Redis as PEXPIRE 0, so the method would run unlocked: refused at startup. */
     @Test
     void subMillisecondTimes() {
         assertStartupFails(SubMillisecondLease.class, SubMillisecondLease.class.getName() + ".place()",
@@ -97,7 +97,7 @@ class StartupValidationTest {
                 "leaseTimeString = \"500us\" is below 1 ms");
     }
 
-    /** #2 of the correctness review: a key part whose text is an object identity is a new lock on every call. */
+    /** A key part whose text is an object identity is a new lock on every call: refused at startup. */
     @Test
     void keyPartsWhoseTextIsAnObjectIdentity() {
         assertStartupFails(IdentityParameter.class, IdentityParameter.class.getName() + ".place()",

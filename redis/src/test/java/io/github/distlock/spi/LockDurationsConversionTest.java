@@ -19,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * boundaries.
  *
  * <p>CI runs {@value #DEFAULT_TRIES} generated values from seed {@value #DEFAULT_SEED}. A long run with a random seed:
- * {@code ./mvnw -pl autoconfigure verify -Dtest=LockDurationsConversionTest -Ddistlock.durations.tries=5000000
+ * {@code ./mvnw -pl redis -am verify -Dtest=LockDurationsConversionTest -Ddistlock.durations.tries=5000000
  * -Ddistlock.durations.seed=random}; a failure names the seed and the value, to be kept below as a fixed example.
  */
 class LockDurationsConversionTest {

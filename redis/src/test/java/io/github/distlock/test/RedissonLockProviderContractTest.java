@@ -22,9 +22,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The Redisson provider keeps the provider contract, on a real redis-server. The suite found two defects here, both
- * fixed in the provider: FAIR waiters that gave up stayed in Redisson's queue (waits reached Redisson in the wrong
- * unit), and READ/WRITE locks shared the hash of a REENTRANT lock of the same key, whose lock a reader's release could
+ * The Redisson provider keeps the provider contract, on a real redis-server. Two of its cases guard this provider in
+ * particular: FAIR waiters that give up must leave Redisson's queue (waits must reach Redisson in the right unit), and
+ * READ/WRITE locks must not share the hash of a REENTRANT lock of the same key, whose lock a reader's release could
  * delete.
  */
 class RedissonLockProviderContractTest extends LockProviderContractTest {

@@ -26,10 +26,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Adversarial review of the jdbc backend on a real PostgreSQL: each test states the behaviour a user relies on and
- * fails on the code as reviewed.
+ * The jdbc backend on a real PostgreSQL: instances that create the schema together all start, a key the database cannot
+ * store fails as the caller's mistake, and a lock taken behind its holder's back is reported lost. Each test states the
+ * behaviour a user relies on.
  */
-class ReviewFindingsPostgresTest {
+class JdbcOnPostgresStartsTogetherRefusesBadKeysAndReportsLossesTest {
 
     @RegisterExtension
     static final Database db = Database.postgres();
@@ -76,9 +77,9 @@ class ReviewFindingsPostgresTest {
     /**
      * A key PostgreSQL cannot store (a NUL character: "invalid byte sequence for encoding UTF8: 0x00") is the caller's
      * mistake: it should fail at once with an IllegalArgumentException naming the key (as a too-long key does), and it
-     * must not leave a give-back behind that can never succeed. As reviewed, the watchdog acquisition's failure
-     * schedules a give-back that is retried every period for as long as the provider lives (its release statement
-     * fails with the same error every time): one more statement every 50 ms here, every second by default, per call.
+     * must not leave a give-back behind that can never succeed. A watchdog acquisition's failure must not schedule a
+     * give-back retried every period for as long as the provider lives (its release statement would fail with the same
+     * error every time): one more statement every 50 ms here, every second by default, per call.
      */
     @Test
     void aKeyTheDatabaseCannotStoreFailsAsTheCallersMistakeAndLeavesNoEndlessRetries() {

@@ -32,12 +32,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * review14: attacks on {@link IdempotencyTemplate} on a real redis-server (no Spring context: the template on
+ * Every duplicate of an {@link IdempotencyTemplate} call gets the first call's answer exactly, or is refused: never a
+ * result made up from another call's mark, a number of another type, a second run on the caller's own thread, or a
+ * mark overwritten by a holder that lost its lock. On a real redis-server (no Spring context: the template on
  * {@link DefaultLockTemplate} and {@link RedissonLockProvider}, as {@code IdempotencyAutoConfiguration} builds it).
- * Each test states the property the template should keep; those that fail on 261fd24 are findings.
+ * Each test states the property the template must keep.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class IdempotencyAttackTest {
+class IdempotentDuplicatesGetTheFirstAnswerExactlyOrAreRefusedTest {
 
     @RegisterExtension
     static final RedisServerExtension redis = new RedisServerExtension();

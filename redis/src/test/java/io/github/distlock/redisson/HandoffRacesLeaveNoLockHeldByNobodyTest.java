@@ -21,15 +21,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review of issue 13 (adversarial): interleavings of the FAIR hand-off lock that end with a lock held by nobody for a
- * whole lease, a waiter never answered, or two holders. Each test states the interleaving; each fails on 83dc59e.
+ * Interleavings of the FAIR hand-off lock that could end with a lock held by nobody for a whole lease, a waiter never
+ * answered, or two holders. Each test states the interleaving and the outcome it rules out.
  *
  * <p>Two tools make the interleavings deterministic on a real redis-server: a grant published by a script of the test
  * (what the release script publishes, with a {@code grantedAt} in the past = a message that sat in a paused JVM), and
  * {@code CLIENT PAUSE ... WRITE} sent in the same TCP write as that script, so that the grantee's claim (an EVAL) is
  * held by Redis until the pause ends, whatever the grantee's speed.
  */
-class HandoffAttackTest extends HandoffTestBase {
+class HandoffRacesLeaveNoLockHeldByNobodyTest extends HandoffTestBase {
 
     @AfterEach
     void unpause() {

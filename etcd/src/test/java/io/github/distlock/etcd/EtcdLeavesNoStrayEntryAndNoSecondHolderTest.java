@@ -23,13 +23,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review of the etcd backend: interleavings where an entry disappears under a waiter, where an answer from etcd is
- * lost after etcd carried the request out, and where the provider is closed under its holders.
+ * The etcd backend leaves no stray entry and no second holder when an entry disappears under a waiter, when an answer
+ * from etcd is lost after etcd carried the request out, and when the provider is closed under its holders.
  */
 @Timeout(120)
-class EtcdReviewTest extends EtcdServerTestBase {
+class EtcdLeavesNoStrayEntryAndNoSecondHolderTest extends EtcdServerTestBase {
 
-    private static final String NAMESPACE = "distlock-review/";
+    private static final String NAMESPACE = "distlock-interleavings/";
     private static final Duration SLACK = Duration.ofSeconds(10);
     /**
      * The TTL of the side behind the proxy: long enough that its session lease survives a pause, a dropped connection
@@ -180,7 +180,7 @@ class EtcdReviewTest extends EtcdServerTestBase {
         assertThat(holder.lostWhileHeld()).isTrue();
     }
 
-    /** Sound: a waiter's future cancelled while its entry's creation is on its way leaves no entry. */
+    /** A waiter's future cancelled while its entry's creation is on its way leaves no entry. */
     @Test
     void aWaiterCancelledWhileItsEntryIsBeingCreatedLeavesNone() throws Exception {
         LockHandle holder = tryOnce("cancel-in-flight");

@@ -16,14 +16,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review of ba46bb3 (a FAIR waiter's script carried out after the waiter was answered is undone once the caller is
- * done, {@code Waiter#lateScript}): interleavings it still leaves with a lock held by nobody for a whole lease, or a
- * ghost entry. Each test states its interleaving; each fails on ba46bb3.
+ * A FAIR waiter's script carried out after the waiter was answered is undone once the caller is done
+ * ({@code Waiter#lateScript}), in the interleavings that would otherwise leave a lock held by nobody for a whole lease,
+ * or a ghost entry. Each test states its interleaving.
  *
  * <p>Tool: {@link RedisTestProxy}, between one provider's client and the redis-server, holds chosen commands on their way
  * to Redis (and, for one of them, its reply on its way back), several per test, in an order the test decides.
  */
-class LateScriptReviewTest extends HandoffTestBase {
+class LateFairScriptsAreUndoneTest extends HandoffTestBase {
 
     /**
      * LOCK HELD BY NOBODY FOR A WHOLE LEASE (fenced caller, token {@code < 0}: {@code notHandedOut()}). A fenced FAIR
@@ -118,7 +118,7 @@ class LateScriptReviewTest extends HandoffTestBase {
         RedisTestProxy.Hold first = proxy.holdAndCut(field);
         CompletableFuture<LockHandle> acquisition = slow.acquire(request);
         assertThat(first.held.await(5, TimeUnit.SECONDS)).as("the first copy held").isTrue();
-        // on ba46bb3 the retried copy acquires; a provider that does not let Redisson resend its scripts may fail the
+        // if Redisson resends the script, the retried copy acquires; a provider that does not let it may fail the
         // acquisition instead (the connection died with the script unanswered): either way, no lock is left behind
         LockHandle handle = acquisition.handle((acquired, failure) -> acquired).get(5, TimeUnit.SECONDS);
         if (handle != null) {

@@ -1,4 +1,4 @@
-package io.github.distlock.review;
+package io.github.distlock.observation;
 
 import java.time.Duration;
 import java.util.List;
@@ -16,10 +16,11 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Review finding 6: an observation handler that throws when the observation starts, when its scope opens or when it
- * closes must change nothing about the lock call (its result, its release) nor leave the thread inside a stale scope.
+ * An observation handler that throws when the observation starts, when its scope opens or when it closes must change
+ * nothing about the lock call (its result, its release) nor leave the thread inside a stale scope, which the next
+ * request on a pooled thread would inherit.
  */
-class ObservationScopeFailureTest {
+class ObservationHandlerThrowingOnStartOrScopeChangesNothingTest {
 
     private final CountingLockProvider counting = new CountingLockProvider();
     private final AtomicInteger held = counting.held;

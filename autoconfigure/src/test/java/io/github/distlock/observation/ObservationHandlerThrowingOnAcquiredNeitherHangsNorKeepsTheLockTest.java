@@ -1,4 +1,4 @@
-package io.github.distlock.review;
+package io.github.distlock.observation;
 
 import java.time.Duration;
 import java.util.List;
@@ -15,10 +15,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 /**
- * Review of wip-ops: an observation handler that throws in onEvent (the ACQUIRED event) must not leave the caller
- * waiting forever with a lock it holds.
+ * An observation handler that throws in onEvent (the ACQUIRED event) must not leave the caller waiting forever with a
+ * lock it holds: tracing is a side concern, and a broken tracer must not turn into a stuck lock.
  */
-class ObservationHandlerFailureTest {
+class ObservationHandlerThrowingOnAcquiredNeitherHangsNorKeepsTheLockTest {
 
     @Test
     void aHandlerThatThrowsOnTheAcquiredEventNeitherHangsTheCallerNorKeepsTheLock() {

@@ -18,10 +18,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Review: 8 instances race to take over the same expired row (a dead holder's), at each database's default isolation.
+ * 8 instances race to take over the same expired row (a dead holder's), at each database's default isolation.
  * Invariant: exactly one wins each round; nobody gets an error.
  */
-class ReviewTakeoverRaceTest {
+class OneInstanceTakesOverAnExpiredRowTest {
 
     @RegisterExtension
     static final Database h2 = Database.h2();

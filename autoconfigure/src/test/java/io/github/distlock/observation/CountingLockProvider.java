@@ -1,4 +1,4 @@
-package io.github.distlock.review;
+package io.github.distlock.observation;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;

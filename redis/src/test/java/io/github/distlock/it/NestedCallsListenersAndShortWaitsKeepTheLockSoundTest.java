@@ -1,4 +1,4 @@
-package io.github.distlock.defects;
+package io.github.distlock.it;
 
 import java.time.Duration;
 import java.util.List;
@@ -16,10 +16,6 @@ import io.github.distlock.LockEvent;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.it.HeldElsewhere;
-import io.github.distlock.it.LockTestApplication;
-import io.github.distlock.it.RecordingLockListener;
-import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -32,12 +28,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Defects of the correctness review that a nested call, a listener or a short wait could trigger (numbers as in the
- * review): each test failed on the code before the fix. Watchdog timeout 1 s, so "longer than the watchdog" is quick.
+ * What a nested call, a listener or a short wait must not do to a lock: shorten, stretch or end the outer call's lease,
+ * hand out a stale fencing token, keep a lock after a listener's Error, make healthy locks look lost, or read contention
+ * as a backend failure. Watchdog timeout 1 s, so "longer than the watchdog" is quick.
  */
-@SpringBootTest(classes = {LockTestApplication.class, ReentryAndListenerDefectsTest.Config.class},
+@SpringBootTest(classes = {LockTestApplication.class, NestedCallsListenersAndShortWaitsKeepTheLockSoundTest.Config.class},
         properties = "distlock.watchdog-timeout=1s")
-class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
+class NestedCallsListenersAndShortWaitsKeepTheLockSoundTest extends RedisIntegrationTest {
 
     @Autowired
     Outer outer;
@@ -61,7 +58,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         recorder.events.clear();
     }
 
-    /** #1: an inner fixed-lease call must not shorten the outer watchdog holder's lease, nor stop its renewal. */
+    /** An inner fixed-lease call must not shorten the outer watchdog holder's lease, nor stop its renewal. */
     @Test
     void innerFixedLeaseDoesNotEndTheOuterWatchdogLock() {
         AtomicInteger contenderWins = new AtomicInteger();
@@ -80,7 +77,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         assertThat(contenderWins).as("another caller took the lock while the outer method ran").hasValue(0);
     }
 
-    /** #1, reversed: an inner watchdog call must neither shorten nor stretch the outer's fixed lease. */
+    /** The reverse: an inner watchdog call must neither shorten nor stretch the outer's fixed lease. */
     @Test
     void innerWatchdogCallLeavesTheOuterFixedLeaseAsItWas() {
         long[] ttlAfterInner = new long[1];
@@ -93,7 +90,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
                 .isBetween(2000L, 3000L);
     }
 
-    /** #8: after a nested fenced call the outer sees the newest token issued to it. */
+    /** After a nested fenced call the outer sees the newest token issued to it. */
     @Test
     void nestedFencedCallDoesNotLeaveTheOuterWithAStaleToken() {
         long[] tokens = new long[3];
@@ -107,7 +104,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
                 .isGreaterThanOrEqualTo(tokens[1]);
     }
 
-    /** #6: a listener that throws an Error on acquisition must not keep the lock. */
+    /** A listener that throws an Error on acquisition must not keep the lock. */
     @Test
     void listenerErrorOnAcquiredDoesNotLeakTheLock() {
         misbehaving.errorOnAcquired = true;
@@ -120,7 +117,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         await().atMost(Duration.ofSeconds(3)).until(() -> redisCommands.exists("lock:err") == 0);
     }
 
-    /** #7: a listener that blocks on a lost lease must not make the monitor report healthy locks as lost. */
+    /** A listener that blocks on a lost lease must not make the monitor report healthy locks as lost. */
     @Test
     void slowLeaseLostListenerDoesNotMakeHealthyLocksLookLost() throws Exception {
         misbehaving.blockOnLeaseLostMillis = 2500;
@@ -136,7 +133,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         assertThat(redisCommands.exists("lock:healthy-1", "lock:healthy-2")).isEqualTo(2);
     }
 
-    /** #9: contention on a short wait always reads as "not acquired", never as a backend failure. */
+    /** Contention on a short wait always reads as "not acquired", never as a backend failure. */
     @Test
     void shortContendedWaitIsNeverABackendError() throws Exception {
         for (int k = 0; k < 4; k++) {
@@ -159,7 +156,7 @@ class ReentryAndListenerDefectsTest extends RedisIntegrationTest {
         assertThat(notAcquired).isEqualTo(400);
     }
 
-    /** #10: a counter that exists but is behind (failover to a lagging replica, older snapshot) hands out no old token. */
+    /** A counter that exists but is behind (failover to a lagging replica, older snapshot) hands out no old token. */
     @Test
     void fencingTokensKeepRisingWhenTheCounterFallsBehind() {
         LockOptions fenced = LockOptions.DEFAULTS.withFencing();

@@ -16,21 +16,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Second review of the FAIR lock's late-script undo (ba46bb3, a45cd8b): interleavings that still break it. Each test
- * states its interleaving and fails on a45cd8b; tool: {@link RedisTestProxy}.
+ * The FAIR lock's late-script undo holds when a script stalls past the give-back, when Redisson re-sends a script, and
+ * when a first script's reply is late or keeps failing: each caller gets one true answer and no lock is left held by
+ * nobody. Each test states its interleaving; tool: {@link RedisTestProxy}.
  */
-class LateScriptReview2Test extends HandoffTestBase {
+class ResentAndStalledFairScriptsAreHandledOnceTest extends HandoffTestBase {
 
     /**
      * LOCK HELD BY NOBODY FOR A WHOLE LEASE (the give-back is bounded in time, the stalled script is not). As in
-     * {@code LateScriptReviewTest#aPollThatFailedBeforeTheGrantAndRunsAfterTheReleaseIsUndone}: a queued waiter's poll
-     * stalls on a connection that dies (held by the proxy), {@code failed()} marks the waiter unsettled, the waiter is
+     * {@code LateFairScriptsAreUndoneTest#aPollThatFailedBeforeTheGrantAndRunsAfterTheReleaseIsUndone}: a queued
+     * waiter's poll stalls on a connection that dies (held by the proxy), {@code failed()} marks the waiter unsettled, the waiter is
      * granted, its caller uses the lock and releases it; the let-go then gives back: release script, "not held", again
      * one period later (lease / 10, at most 1 s), "not held" again — and the give-back stops. Only THEN does the stalled
      * poll reach Redis (a little over a second after the release: a TCP retransmission or a stalled middlebox take as
      * long): the lock is free, it takes it with the waiter's whole 60 s lease, and nothing is left to give it back.
-     * a45cd8b passes the earlier test only because that test lets the poll through within the give-back's one-second
-     * window. "Not held twice" proves that a script on the SAME connection has run; it proves nothing about one on a
+     * An undo that leans on the give-back passes the earlier test only because that test lets the poll through within
+     * the give-back's one-second window. "Not held twice" proves that a script on the SAME connection has run; it proves nothing about one on a
      * connection that died.
      */
     @Test
@@ -97,13 +98,12 @@ class LateScriptReview2Test extends HandoffTestBase {
     }
 
     /**
-     * BEHAVIOUR CHANGE OF THE NO-RETRY ACQUISITION SCRIPT. A FAIR call willing to wait 30 s whose very first script's
-     * reply is late (here: held past the 500 ms response timeout, then delivered; nothing is lost on Redis's side, it
-     * ran and queued the waiter) now fails at once with Redisson's {@code RedisResponseTimeoutException} ("... after 0
-     * of 4 retry attempts, is non-idempotent command: false ..." — the message even says it was retryable). On
-     * ba46bb3 Redisson re-sent it; a later poll's failure is ridden out (the waiter polls on until its deadline), and a
-     * REENTRANT call rides out the same lost reply (Redisson retries it). The first attempt is the only one a blip
-     * fails outright, although the waiter has everything to handle it the way it handles a later poll's failure
+     * THE NO-RETRY ACQUISITION SCRIPT MUST NOT COST A WAIT ITS FIRST BLIP. A FAIR call willing to wait 30 s whose very
+     * first script's reply is late (here: held past the 500 ms response timeout, then delivered; nothing is lost on
+     * Redis's side, it ran and queued the waiter) must not fail at once with Redisson's
+     * {@code RedisResponseTimeoutException} ("... after 0 of 4 retry attempts, is non-idempotent command: false ...").
+     * A later poll's failure is ridden out (the waiter polls on until its deadline), and a REENTRANT call rides out the
+     * same lost reply (Redisson retries it); the waiter has everything to handle a first attempt's failure the same way
      * ({@code unsettled}, the give-back on give-up).
      */
     @Test

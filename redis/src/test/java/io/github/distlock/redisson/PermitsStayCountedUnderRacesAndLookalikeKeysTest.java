@@ -25,11 +25,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * review14: attacks on permits ({@link PermitLocks} through {@link RedissonLockProvider}) on a real redis-server.
- * Each test states the property permits should keep; those that fail on 261fd24 are findings.
+ * Permits ({@link PermitLocks} through {@link RedissonLockProvider}) on a real redis-server, under callers that ask
+ * for different counts, keys named like a permit set, and a cancelled caller whose reply was lost. Each test states
+ * the property permits must keep.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PermitsAttackTest {
+class PermitsStayCountedUnderRacesAndLookalikeKeysTest {
 
     @RegisterExtension
     static final RedisServerExtension redis = new RedisServerExtension();

@@ -18,11 +18,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-/** Review of the ZooKeeper backend: interleavings and inputs that could give two holders or a stuck lock. */
+/**
+ * The ZooKeeper backend under interleavings and inputs that could give two holders or a stuck lock (a vanished node,
+ * keys that differ only in an unpaired surrogate, a key past the packet limit): it gives neither.
+ */
 @Timeout(60)
-class ZooKeeperReviewTest extends ZooKeeperServerTestBase {
+class ZooKeeperUnusualKeysAndVanishedNodesKeepOneHolderTest extends ZooKeeperServerTestBase {
 
-    private static final String BASE = "/distlock-review";
+    private static final String BASE = "/distlock-interleavings";
     private static final Duration SLACK = Duration.ofSeconds(10);
 
     @Override
@@ -53,8 +56,8 @@ class ZooKeeperReviewTest extends ZooKeeperServerTestBase {
     }
 
     /**
-     * Sound (the etcd backend got this wrong): a waiter whose node is gone does not take the lock when the nodes
-     * before it go, so a newcomer after it is the only holder.
+     * A waiter whose node is gone does not take the lock when the nodes before it go, so a newcomer after it is the
+     * only holder (the etcd backend guards the same case with a check of its own).
      */
     @Test
     void aWaiterWhoseNodeVanishedFailsAndANewcomerIsTheOnlyHolder() throws Exception {
@@ -74,9 +77,8 @@ class ZooKeeperReviewTest extends ZooKeeperServerTestBase {
 
     /**
      * Distinct keys, distinct nodes: two keys that differ only in an unpaired surrogate (a broken string, e.g. one cut
-     * in the middle of an emoji) must not share a lock. They do: the encoding goes through UTF-8, which turns every
-     * unpaired surrogate into '?', so "\uD800" and "\uDBFF" both become %3F. (A call locking both at once waits for
-     * itself.)
+     * in the middle of an emoji) must not share a lock. An encoding through UTF-8 would turn every unpaired surrogate
+     * into '?', so "\uD800" and "\uDBFF" would both become %3F. (A call locking both at once would wait for itself.)
      */
     @Test
     void keysThatDifferOnlyInAnUnpairedSurrogateHaveDistinctNodes() {

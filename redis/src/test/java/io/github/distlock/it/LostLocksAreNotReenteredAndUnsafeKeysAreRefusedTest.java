@@ -1,4 +1,4 @@
-package io.github.distlock.defects;
+package io.github.distlock.it;
 
 import java.time.Duration;
 import java.util.List;
@@ -11,10 +11,6 @@ import io.github.distlock.DistributedLock;
 import io.github.distlock.LockAcquisitionException;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.it.HeldElsewhere;
-import io.github.distlock.it.LockTestApplication;
-import io.github.distlock.it.RecordingLockListener;
-import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -27,11 +23,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * What the adversarial review of the fixes found (numbered as in its report), each against a real redis-server.
+ * A nested call never re-enters a lock its outer call lost; keys that would break on a cluster, collide with another
+ * lock's companion keys or print an object's identity are refused before locking; a loss is reported once. Each
+ * against a real redis-server.
  */
-@SpringBootTest(classes = {LockTestApplication.class, ReviewFindingsTest.Config.class},
+@SpringBootTest(classes = {LockTestApplication.class, LostLocksAreNotReenteredAndUnsafeKeysAreRefusedTest.Config.class},
         properties = "distlock.watchdog-timeout=1s")
-class ReviewFindingsTest extends RedisIntegrationTest {
+class LostLocksAreNotReenteredAndUnsafeKeysAreRefusedTest extends RedisIntegrationTest {
 
     @Autowired
     LockTemplate locks;
@@ -54,7 +52,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         recorder.events.clear();
     }
 
-    /** 1: a nested call must not re-enter a lock whose fixed lease ran out and that another caller now holds. */
+    /** A nested call must not re-enter a lock whose fixed lease ran out and that another caller now holds. */
     @Test
     void nestedCallDoesNotReenterALockTheOuterCallLost() {
         AtomicInteger nestedRuns = new AtomicInteger();
@@ -69,7 +67,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         assertThat(nestedRuns).hasValue(0);
     }
 
-    /** 1, watchdog variant: the key taken away behind the outer call's back. */
+    /** The watchdog variant: the key taken away behind the outer call's back. */
     @Test
     void nestedCallDoesNotReenterAWatchdogLockTakenAway() {
         AtomicInteger nestedRuns = new AtomicInteger();
@@ -82,7 +80,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
     }
 
     /**
-     * 4: a '{' that opens no hash tag (or a '}' that closes none) would make every release fail on a cluster: refused
+     * A '{' that opens no hash tag (or a '}' that closes none) would make every release fail on a cluster: refused
      * everywhere, before locking.
      */
     @Test
@@ -121,7 +119,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         assertThat(redisCommands.keys("*redisson_*")).isEmpty();
     }
 
-    /** 5: values with a toString() of their own that still print an identity inside. */
+    /** Values with a toString() of their own that still print an identity inside. */
     @Test
     void identityTextInsideAValueIsRefused() {
         Object entity = new Object();
@@ -134,7 +132,7 @@ class ReviewFindingsTest extends RedisIntegrationTest {
         assertThat(redisCommands.keys("lock:*")).isEmpty();
     }
 
-    /** 6: a loss found by the monitor and seen again by the release is reported once. */
+    /** A loss found by the monitor and seen again by the release is reported once. */
     @Test
     void aLossIsReportedOnce() {
         locks.run("once", () -> {

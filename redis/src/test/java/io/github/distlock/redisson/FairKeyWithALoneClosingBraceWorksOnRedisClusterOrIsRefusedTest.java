@@ -16,11 +16,11 @@ import org.redisson.config.Config;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Third review of the FAIR lock's late-script handling (ce3d7c6: tombstones, no-retry scripts, the first script's
- * transient failure). Each test states its interleaving and fails on ce3d7c6. Checked and found sound (no test): a
- * first script answered BUSY (Redis did not run it) does not fail a 30 s wait on ce3d7c6.
+ * The FAIR lock's companions, the late-script tombstone included, must share the lock's cluster slot, or the key must
+ * be refused up front. (A first script answered BUSY, which Redis did not run, does not fail a 30 s wait either; that
+ * needs no test of its own.)
  */
-class LateScriptReview3Test extends HandoffTestBase {
+class FairKeyWithALoneClosingBraceWorksOnRedisClusterOrIsRefusedTest extends HandoffTestBase {
 
     /**
      * A FAIR KEY THAT CAN NEVER BE TAKEN ON REDIS CLUSTER (key slots). The tombstone, like every companion, is named by

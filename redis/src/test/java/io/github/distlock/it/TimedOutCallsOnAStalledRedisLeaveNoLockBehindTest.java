@@ -1,4 +1,4 @@
-package io.github.distlock.defects;
+package io.github.distlock.it;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -12,9 +12,6 @@ import io.github.distlock.LockBackendException;
 import io.github.distlock.LockEvent;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockTemplate;
-import io.github.distlock.it.LockTestApplication;
-import io.github.distlock.it.RecordingLockListener;
-import io.github.distlock.it.RedisIntegrationTest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -28,12 +25,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Defects #5 and #6 of the correctness review that need Redis to stall: the test stops the redis-server process
- * ({@code kill -STOP}) and lets it continue, so commands time out on the client while the server runs them later.
+ * Calls that time out while Redis stalls leave no lock behind and no lock to re-enter, and a listener's Error does not
+ * stop the lease monitor: the test stops the redis-server process ({@code kill -STOP}) and lets it continue, so
+ * commands time out on the client while the server runs them later.
  */
-@SpringBootTest(classes = {LockTestApplication.class, TimedOutAcquisitionTest.Config.class},
+@SpringBootTest(classes = {LockTestApplication.class, TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest.Config.class},
         properties = {"distlock.watchdog-timeout=10s", "spring.data.redis.timeout=300ms"})
-class TimedOutAcquisitionTest extends RedisIntegrationTest {
+class TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest extends RedisIntegrationTest {
 
     @Autowired
     LockTemplate locks;
@@ -56,7 +54,7 @@ class TimedOutAcquisitionTest extends RedisIntegrationTest {
     }
 
     /**
-     * #5: the acquisition times out on the client, its script runs when Redis answers again. The orphan must be given
+     * The acquisition times out on the client, its script runs when Redis answers again. The orphan must be given
      * back well within the watchdog timeout, and the next call on the same pooled thread must never re-enter it.
      */
     @Test
@@ -93,9 +91,9 @@ class TimedOutAcquisitionTest extends RedisIntegrationTest {
     }
 
     /**
-     * #5, the release side: Redis stalls while the method runs, so the release times out and the lock stays behind.
-     * The next call on the same pooled thread must not re-enter that lock (it used to: same thread, same owner), and
-     * the lock must be released once Redis answers again, not left to expire.
+     * The release side: Redis stalls while the method runs, so the release times out and the lock stays behind.
+     * The next call on the same pooled thread must not re-enter that lock (an owner per thread would let it: same
+     * thread, same owner), and the lock must be released once Redis answers again, not left to expire.
      */
     @Test
     void lockWhoseReleaseTimedOutIsNeitherReenteredNorLeftBehind() throws Exception {
@@ -125,7 +123,7 @@ class TimedOutAcquisitionTest extends RedisIntegrationTest {
     }
 
     /**
-     * #6: a listener's Error while the monitor reports an unconfirmed lock must not stop the monitor: a later loss is
+     * A listener's Error while the monitor reports an unconfirmed lock must not stop the monitor: a later loss is
      * still reported while its holder runs.
      */
     @Test

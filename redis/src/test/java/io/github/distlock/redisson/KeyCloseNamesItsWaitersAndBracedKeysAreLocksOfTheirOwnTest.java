@@ -28,14 +28,16 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Reviews of 599978d and 80c40f2 (the FAIR close names the waiters it took out; its count) and d99b7ab (the
- * READ/WRITE hash in {@code distlock_rw:{<key>}}): attacks that each end in a lock granted to nobody, a wrong answer, or two holders.
+ * A FAIR close names the waiters it took out and counts itself, so a late answer or a late close message cannot leave
+ * a ghost entry or close a newcomer; and a key in braces ({@code {x}}) and the bare key ({@code x}) are locks of their
+ * own although Redisson names their companions alike ({@code distlock_rw:{x}}). Each test states an interleaving or
+ * input that would otherwise end in a lock granted to nobody, a wrong answer, or two holders.
  *
  * <p>Watchdog timeout {@value #WATCHDOG_MILLIS} ms: entries live 5 s (polls every 1.67 s), grants last 5 s — room for
  * the timings below on a busy machine. Close messages are played by hand where their delay matters, as
  * {@code HandoffLockTest} does: the close script's effect, then the message it would have published.
  */
-class ReviewCloseAndNamesTest {
+class KeyCloseNamesItsWaitersAndBracedKeysAreLocksOfTheirOwnTest {
 
     static final long WATCHDOG_MILLIS = 15_000;
 
@@ -93,13 +95,13 @@ class ReviewCloseAndNamesTest {
     }
 
     // ---------------------------------------------------------------------------------------------------------------
-    // 599978d: the close names its waiters
+    // the close names its waiters
 
     /**
      * A waiter named by a close, whose poll after the reopen queued it again but whose answer was lost (a response
      * timeout: Redis carried the script out). {@code closed} skipped the leave (the last answered queueing was older
      * than the close) and {@code failed} only scheduled a poll that never ran (done): the entry stayed, and the next
-     * release granted the lock to nobody for a whole grant. Before 599978d every waiter told "closed" left.
+     * release granted the lock to nobody for a whole grant.
      */
     @Test
     void aWaiterToldClosedWhosePollAnswerWasLostLeavesNoEntry() throws Exception {
@@ -189,16 +191,16 @@ class ReviewCloseAndNamesTest {
     }
 
     // ---------------------------------------------------------------------------------------------------------------
-    // d99b7ab: companions named distlock_<what>:{<key>} — but RedissonObject.prefixName puts no braces around a key
+    // companions are named distlock_<what>:{<key>} — but RedissonObject.prefixName puts no braces around a key
     // that already has one, so key 'x' and key '{x}' get the same companions (distlock_rw:{x}, distlock_queue:{x},
     // distlock_closed:{x}, ...). Reachable with an empty distlock.key-prefix (the one checkNamespace guards) or a
     // prefix starting with '{'... only when keys without braces exist too; any application that takes both 'x' and '{x}'.
 
     /**
      * An operator force-releases the (stuck) WRITE lock of '{x}': that deletes 'distlock_rw:{x}', which is the
-     * read/write hash of 'x' — 'x''s writer still works, and a second writer of 'x' gets in. (Before d99b7ab: 'x:rw'
-     * and '{x}:rw', apart.) The inspection of '{x}' lists 'x''s writer too. A provider that refuses '{x}'
-     * ({@link IllegalArgumentException}, as it refuses its own namespaces) passes.
+     * read/write hash of 'x' — 'x''s writer still works, and a second writer of 'x' gets in. The inspection of '{x}'
+     * lists 'x''s writer too. A provider that refuses '{x}' ({@link IllegalArgumentException}, as it refuses its own
+     * namespaces) passes.
      */
     @Test
     void aForceReleaseOfTheKeyInBracesLeavesTheWriterOfTheBareKeyAlone() {

@@ -10,12 +10,12 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Review: {@code distlock.etcd.endpoints} is a list, and YAML writes lists as indexed properties
+ * {@code distlock.etcd.endpoints} is a list, and YAML writes lists as indexed properties
  * ({@code endpoints[0]}, {@code endpoints[1]}); {@code @ConditionalOnProperty(name = "endpoints")} does not see those,
  * so the backend was not configured (the application started without it, or with another backend). Fixed with a
  * condition that binds the list.
  */
-class EndpointsAsListReviewTest {
+class EndpointsWrittenAsAYamlListConfigureTheBackendTest {
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, DistlockEtcdAutoConfiguration.class,

@@ -23,12 +23,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review: the provider built on a client of its own (distlock.zookeeper.connect-string) closes that client when it is
+ * The provider built on a client of its own (distlock.zookeeper.connect-string) closes that client when it is
  * closed (application shutdown), which ends the session and frees every lock still held; a holder still running its
  * method must be told, or two run at once with one of them unaware.
  */
 @Timeout(60)
-class OwnClientCloseReviewTest {
+class ClosingTheProviderOnItsOwnClientTellsItsHoldersTest {
 
     @Test
     void closingTheProviderOnItsOwnClientTellsItsHoldersTheirLocksAreGone() throws Exception {
