@@ -75,8 +75,8 @@ public class DistlockEndpoint {
      * @param showValues when keys are shown
      * @param roles the roles that may see keys when {@code showValues} is {@link Show#WHEN_AUTHORIZED}
      */
-    public DistlockEndpoint(@Nullable LockActivity activity, LockProvider provider, LockInstance self, DistlockProperties properties,
-            String backend, Show showValues, Set<String> roles) {
+    public DistlockEndpoint(@Nullable LockActivity activity, LockProvider provider, LockInstance self,
+            DistlockProperties properties, String backend, Show showValues, Set<String> roles) {
         this.activity = activity;
         this.provider = provider;
         this.self = self;
