@@ -5,7 +5,7 @@ import java.time.Instant;
 
 /**
  * One key of a lock call in progress through {@link LockTemplate}, waiting or held, as this instance sees it: what
- * {@link DefaultLockTemplate#activeLocks()} lists (and the actuator endpoint shows). A call on several keys appears
+ * {@link LockActivity#activeLocks()} lists (and the actuator endpoint shows). A call on several keys appears
  * once per key, with the same {@link #owner()}.
  *
  * @param key the full key, prefix included

@@ -15,10 +15,28 @@ import io.github.distlock.spi.LockHandle;
 public final class LockContext {
 
     /**
-     * A call running under the lock of {@code handle} for {@code key}, of {@code type}, nested in {@code outer}, taken
-     * through the backend {@code scope}: two templates on two backends never re-enter each other's locks.
+     * A call running under the lock of key {@code index} of {@code call}, nested in {@code outer}, taken through the
+     * backend {@code scope}: two templates on two backends never re-enter each other's locks. A nested call that
+     * re-entered a held lock gets a frame of the outer call, whose hold (handle, type, permits) is the one it runs
+     * under.
      */
-    record Frame(Object scope, String key, LockHandle handle, LockType type, int permits, Frame outer) {
+    record Frame(Object scope, ActiveCall call, int index, Frame outer) {
+
+        String key() {
+            return call.keys[index];
+        }
+
+        LockHandle handle() {
+            return call.handles[index];
+        }
+
+        LockType type() {
+            return call.options.type();
+        }
+
+        int permits() {
+            return call.options.permits();
+        }
     }
 
     /**
@@ -204,21 +222,27 @@ public final class LockContext {
         }
     }
 
-    static Frame enter(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
+    /** Runs this thread under key {@code index} of {@code call} until {@link #exit}. */
+    static Frame enter(Object scope, ActiveCall call, int index) {
         Held held = held();
-        Frame frame = new Frame(scope, fullKey, handle, type, permits, held.frames);
+        Frame frame = new Frame(scope, call, index, held.frames);
         held.frames = frame;
         return frame;
     }
 
-    /** Keeps {@code fullKey} re-enterable by this thread until {@link #undefer}: see {@link Held}. */
-    static void defer(Object scope, String fullKey, LockHandle handle, LockType type, int permits) {
-        Held held = held();
-        held.deferred = new Frame(scope, fullKey, handle, type, permits, held.deferred);
+    /** Runs this thread again under the hold of {@code outer} (a re-entry) until {@link #exit}. */
+    static Frame enter(Frame outer) {
+        return enter(outer.scope(), outer.call(), outer.index());
     }
 
-    /** Ends what {@link #defer} began for these handles (one transaction's; an outer one's stay). */
-    static void undefer(LockHandle[] handles) {
+    /** Keeps key {@code index} of {@code call} re-enterable by this thread until {@link #undefer}: see {@link Held}. */
+    static void defer(Object scope, ActiveCall call, int index) {
+        Held held = held();
+        held.deferred = new Frame(scope, call, index, held.deferred);
+    }
+
+    /** Ends what {@link #defer} began for {@code call} (one transaction's; an outer one's stay). */
+    static void undefer(ActiveCall call) {
         Held held = HELD.get();
         if (held == null) {
             return;
@@ -230,8 +254,8 @@ public final class LockContext {
         }
         while (!frames.isEmpty()) {
             Frame frame = frames.pop();
-            if (!java.util.Arrays.asList(handles).contains(frame.handle())) {
-                kept = new Frame(frame.scope(), frame.key(), frame.handle(), frame.type(), frame.permits(), kept);
+            if (frame.call() != call) {
+                kept = new Frame(frame.scope(), frame.call(), frame.index(), kept);
             }
         }
         held.deferred = kept;

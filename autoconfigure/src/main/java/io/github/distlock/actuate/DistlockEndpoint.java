@@ -6,8 +6,7 @@ import java.util.List;
 import java.util.Set;
 
 import io.github.distlock.ActiveLock;
-import io.github.distlock.DefaultLockTemplate;
-import io.github.distlock.LockTemplate;
+import io.github.distlock.LockActivity;
 import io.github.distlock.autoconfigure.DistlockProperties;
 import io.github.distlock.spi.LockHolderInfo;
 import io.github.distlock.spi.LockInspector;
@@ -57,7 +56,8 @@ public class DistlockEndpoint {
     /** What a key reads like when it is not shown. */
     public static final String MASK = "******";
 
-    private final LockTemplate template;
+    /** {@code null} when the application's own template keeps no calls in progress. */
+    private final @Nullable LockActivity activity;
     private final LockProvider provider;
     private final LockInstance self;
     private final DistlockProperties properties;
@@ -66,7 +66,8 @@ public class DistlockEndpoint {
     private final Set<String> roles;
 
     /**
-     * @param template the template whose calls are listed (only a {@link DefaultLockTemplate} keeps them)
+     * @param activity the calls in progress of this instance's template, or {@code null} when the template keeps none
+     * (an application's own {@code LockTemplate} that is no {@link LockActivity}): nothing is then listed
      * @param provider the backend; a {@link LockInspector} answers lookups and force releases
      * @param self this instance's identity
      * @param properties the effective {@code distlock.*} settings
@@ -74,9 +75,9 @@ public class DistlockEndpoint {
      * @param showValues when keys are shown
      * @param roles the roles that may see keys when {@code showValues} is {@link Show#WHEN_AUTHORIZED}
      */
-    public DistlockEndpoint(LockTemplate template, LockProvider provider, LockInstance self, DistlockProperties properties,
-            String backend, Show showValues, Set<String> roles) {
-        this.template = template;
+    public DistlockEndpoint(@Nullable LockActivity activity, LockProvider provider, LockInstance self,
+            DistlockProperties properties, String backend, Show showValues, Set<String> roles) {
+        this.activity = activity;
         this.provider = provider;
         this.self = self;
         this.properties = properties;
@@ -89,14 +90,13 @@ public class DistlockEndpoint {
     @ReadOperation
     public LocksDescriptor locks(SecurityContext securityContext) {
         boolean show = showKeys(securityContext);
-        List<ActiveLock> active = (template instanceof DefaultLockTemplate defaultTemplate)
-                ? defaultTemplate.activeLocks() : List.of();
+        List<ActiveLock> active = activeLocks();
         List<HeldLockDescriptor> held = active.stream().filter(ActiveLock::held)
                 .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
         List<WaitingCallDescriptor> waiting = active.stream().filter(lock -> !lock.held())
                 .map(lock -> WaitingCallDescriptor.of(lock, show)).toList();
         return new LocksDescriptor(InstanceDescriptor.of(self), held, waiting, configuration(),
-                template instanceof DefaultLockTemplate);
+                activity != null);
     }
 
     /** {@code GET /actuator/distlock/{key}}. */
@@ -168,8 +168,7 @@ public class DistlockEndpoint {
      * watchdog or a fixed lease; for another instance's holder both cases are stated.
      */
     private String describeEvicted(List<LockHolderInfo> evicted) {
-        List<ActiveLock> local = (template instanceof DefaultLockTemplate defaultTemplate)
-                ? defaultTemplate.activeLocks() : List.of();
+        List<ActiveLock> local = activeLocks();
         Duration watchdog = properties.getWatchdogTimeout();
         String byWatchdog = "told by its lease check within a third of the watchdog timeout ("
                 + ((watchdog != null) ? watchdog.dividedBy(3).toMillis() + " ms" : "watchdog timeout / 3") + ")";
@@ -212,11 +211,12 @@ public class DistlockEndpoint {
     }
 
     private List<HeldLockDescriptor> localHolds(String fullKey, boolean show) {
-        if (!(template instanceof DefaultLockTemplate defaultTemplate)) {
-            return List.of();
-        }
-        return defaultTemplate.activeLocks().stream().filter(lock -> lock.held() && lock.key().equals(fullKey))
+        return activeLocks().stream().filter(lock -> lock.held() && lock.key().equals(fullKey))
                 .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
+    }
+
+    private List<ActiveLock> activeLocks() {
+        return (activity != null) ? activity.activeLocks() : List.of();
     }
 
     /** The key as the backend knows it: prefix included (added when missing). */

@@ -2,10 +2,10 @@ package io.github.distlock.actuate;
 
 import java.time.Duration;
 
-import io.github.distlock.DefaultLockTemplate;
-import io.github.distlock.LockTemplate;
+import io.github.distlock.LockActivity;
 import io.github.distlock.spi.LockInspector;
 import io.github.distlock.spi.LockProvider;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 
@@ -23,20 +23,22 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 public class DistlockHealthIndicator implements HealthIndicator {
 
     private final LockProvider provider;
-    private final LockTemplate template;
+    /** {@code null} when the application's own template keeps no calls in progress. */
+    private final @Nullable LockActivity activity;
     private final RecentLeaseLosses leaseLosses;
     private final Duration timeout;
 
     /**
      * @param provider the backend to ping
-     * @param template whose held and waiting locks are counted (a {@link DefaultLockTemplate} keeps them)
+     * @param activity the calls in progress whose held locks and waiting calls are counted, or {@code null} when the
+     * template keeps none (then neither detail is shown)
      * @param leaseLosses the lease losses seen lately
      * @param timeout how long a ping may take before the backend counts as down
      */
-    public DistlockHealthIndicator(LockProvider provider, LockTemplate template, RecentLeaseLosses leaseLosses,
+    public DistlockHealthIndicator(LockProvider provider, @Nullable LockActivity activity, RecentLeaseLosses leaseLosses,
             Duration timeout) {
         this.provider = provider;
-        this.template = template;
+        this.activity = activity;
         this.leaseLosses = leaseLosses;
         this.timeout = timeout;
     }
@@ -53,9 +55,9 @@ public class DistlockHealthIndicator implements HealthIndicator {
                     + provider.getClass().getSimpleName() + " does not implement LockInspector");
         }
         health.withDetail("backend", provider.getClass().getSimpleName());
-        if (template instanceof DefaultLockTemplate defaultTemplate) {
-            health.withDetail("heldLocks", defaultTemplate.heldLockCount());
-            health.withDetail("waitingCalls", defaultTemplate.waitingCallCount());
+        if (activity != null) {
+            health.withDetail("heldLocks", activity.heldLockCount());
+            health.withDetail("waitingCalls", activity.waitingCallCount());
         }
         if (leaseLosses != null) {
             RecentLeaseLosses.Summary losses = leaseLosses.summary();

@@ -2,6 +2,7 @@ package io.github.distlock.autoconfigure;
 
 import java.util.List;
 
+import io.github.distlock.LockActivity;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.actuate.DistlockEndpoint;
 import io.github.distlock.actuate.DistlockEndpointWebExtension;
@@ -25,6 +26,10 @@ import org.springframework.context.annotation.Configuration;
 /**
  * The actuator endpoint {@code distlock} and the health indicator {@code distlock}, each when its Actuator module is
  * on the class path (spring-boot-actuator-autoconfigure, spring-boot-health) and a lock backend is in use.
+ *
+ * <p>Both read the calls in progress through the {@link LockActivity} bean. They take the {@link LockTemplate} as
+ * well, unused, so that it exists before the activity is looked up: an application's own template declared as a
+ * {@code LockTemplate} is only matched as a {@code LockActivity} by its instance, not by its declared type.
  */
 @AutoConfiguration(after = DistlockAutoConfiguration.class)
 @ConditionalOnProperty(prefix = "distlock", name = "enabled", havingValue = "true", matchIfMissing = true)
@@ -41,10 +46,10 @@ public final class DistlockActuatorAutoConfiguration {
         @ConditionalOnMissingBean
         @ConditionalOnBean({LockTemplate.class, LockProvider.class})
         @ConditionalOnAvailableEndpoint(DistlockEndpoint.class)
-        DistlockEndpoint distlockEndpoint(LockTemplate template, LockProvider provider, ObjectProvider<LockInstance> self,
-                DistlockProperties properties, DistlockEndpointProperties endpointProperties,
-                ObjectProvider<DistlockBackend> backends) {
-            return new DistlockEndpoint(template, provider, self.getIfUnique(), properties,
+        DistlockEndpoint distlockEndpoint(LockTemplate template, ObjectProvider<LockActivity> activity,
+                LockProvider provider, ObjectProvider<LockInstance> self, DistlockProperties properties,
+                DistlockEndpointProperties endpointProperties, ObjectProvider<DistlockBackend> backends) {
+            return new DistlockEndpoint(activity.getIfUnique(), provider, self.getIfUnique(), properties,
                     backendInUse(backends.orderedStream().toList(), properties, provider),
                     endpointProperties.getShowValues(), endpointProperties.getRoles());
         }
@@ -86,8 +91,9 @@ public final class DistlockActuatorAutoConfiguration {
         @ConditionalOnMissingBean(name = "distlockHealthIndicator")
         @ConditionalOnBean({LockTemplate.class, LockProvider.class})
         HealthIndicator distlockHealthIndicator(LockProvider provider, LockTemplate template,
-                RecentLeaseLosses leaseLosses, DistlockProperties properties) {
-            return new DistlockHealthIndicator(provider, template, leaseLosses, properties.getHealth().getTimeout());
+                ObjectProvider<LockActivity> activity, RecentLeaseLosses leaseLosses, DistlockProperties properties) {
+            return new DistlockHealthIndicator(provider, activity.getIfUnique(), leaseLosses,
+                    properties.getHealth().getTimeout());
         }
     }
 }

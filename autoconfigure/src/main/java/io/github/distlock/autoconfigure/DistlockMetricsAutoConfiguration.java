@@ -1,6 +1,6 @@
 package io.github.distlock.autoconfigure;
 
-import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockActivity;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.metrics.MicrometerLockListener;
 import io.micrometer.core.instrument.Gauge;
@@ -35,15 +35,22 @@ public final class DistlockMetricsAutoConfiguration {
         return new MicrometerLockListener(registry);
     }
 
-    /** Gauges read on each scrape by walking the template's calls in progress; nothing is counted per call. */
+    /**
+     * Gauges read on each scrape by walking the template's calls in progress ({@link LockActivity}); nothing is counted
+     * per call. An application's own template that is no {@code LockActivity} gets no gauges.
+     */
     @Bean
     @ConditionalOnMissingBean(name = "distlockActiveLocksMeterBinder")
-    MeterBinder distlockActiveLocksMeterBinder(ObjectProvider<LockTemplate> template) {
+    MeterBinder distlockActiveLocksMeterBinder(ObjectProvider<LockTemplate> template,
+            ObjectProvider<LockActivity> activity) {
         return registry -> {
-            if (template.getIfUnique() instanceof DefaultLockTemplate defaultTemplate) {
-                Gauge.builder("distlock.locks.held", defaultTemplate, DefaultLockTemplate::heldLockCount)
+            // the template first: one declared as a LockTemplate is only matched as a LockActivity by its instance
+            template.getIfUnique();
+            LockActivity calls = activity.getIfUnique();
+            if (calls != null) {
+                Gauge.builder("distlock.locks.held", calls, LockActivity::heldLockCount)
                         .description("Lock keys held through this instance's LockTemplate").register(registry);
-                Gauge.builder("distlock.locks.waiting", defaultTemplate, DefaultLockTemplate::waitingCallCount)
+                Gauge.builder("distlock.locks.waiting", calls, LockActivity::waitingCallCount)
                         .description("Lock calls of this instance waiting for their locks").register(registry);
             }
         };

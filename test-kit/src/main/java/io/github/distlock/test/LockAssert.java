@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Set;
 
 import io.github.distlock.ActiveLock;
-import io.github.distlock.DefaultLockTemplate;
+import io.github.distlock.LockActivity;
 import io.github.distlock.LockContext;
 import io.github.distlock.LockTemplate;
 import org.awaitility.Awaitility;
@@ -76,15 +76,18 @@ public final class LockAssert {
 
     /**
      * Fails unless {@code template} has no lock call in progress (held or waiting), after waiting up to
-     * {@link #RELEASE_GRACE}. Works with any backend: the template keeps its calls in progress.
+     * {@link #RELEASE_GRACE}. Works with any backend: the template keeps its calls in progress, which it shows as a
+     * {@link LockActivity} (the auto-configured one does).
      *
-     * @throws IllegalArgumentException when the template is not a {@link DefaultLockTemplate} (which keeps them)
+     * @throws IllegalArgumentException when the template keeps no calls in progress (it is no {@link LockActivity})
      */
     public static void assertNoLocksHeld(LockTemplate template) {
-        if (!(template instanceof DefaultLockTemplate defaultTemplate)) {
-            throw new IllegalArgumentException("Only a DefaultLockTemplate keeps its calls in progress, got " + template);
+        // one method for both: an overload taking LockActivity would be ambiguous for DefaultLockTemplate, which is both
+        if (!(template instanceof LockActivity activity)) {
+            throw new IllegalArgumentException("Only a LockTemplate that is a LockActivity (such as DefaultLockTemplate) "
+                    + "keeps its calls in progress, got " + template);
         }
-        awaitEmpty(() -> Set.copyOf(defaultTemplate.activeLocks().stream().map(LockAssert::describe).toList()),
+        awaitEmpty(() -> Set.copyOf(activity.activeLocks().stream().map(LockAssert::describe).toList()),
                 "LockTemplate");
     }
 

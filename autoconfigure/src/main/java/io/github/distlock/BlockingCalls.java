@@ -1,0 +1,163 @@
+package io.github.distlock;
+
+import java.time.Duration;
+
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockProvider;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+
+/**
+ * The blocking calls of {@link DefaultLockTemplate} ({@code execute}, {@code tryExecute}): re-enter the keys this
+ * thread already holds, take the others, run the guarded code under the frames of {@link LockContext} (and the
+ * call's observation scope), and hand the call to the {@link LockReleaser} when it returns.
+ *
+ * <p>Order on the way out, which the re-entry rules rely on: the frames are popped (innermost first) before the
+ * release is asked for, so a lock being released is never re-entered through a frame of this thread; a release bound
+ * to the transaction keeps the keys re-enterable through deferred frames instead ({@link LockContext}).
+ */
+final class BlockingCalls {
+
+    private final LockProvider provider;
+    private final LockAcquirer acquirer;
+    private final LockReleaser releaser;
+
+    BlockingCalls(LockProvider provider, LockAcquirer acquirer, LockReleaser releaser) {
+        this.provider = provider;
+        this.acquirer = acquirer;
+        this.releaser = releaser;
+    }
+
+    /** Runs {@code callback} under every key of {@code keys} (full keys, distinct, in their global order). */
+    <T, E extends Throwable> LockResult<T> run(String[] keys, LockOptions options, LockCallback<T, E> callback,
+            boolean throwWhenNotAcquired) throws E {
+        LockContext.Frame[] reentered = new LockContext.Frame[keys.length];
+        int missing = 0;
+        for (int i = 0; i < keys.length; i++) {
+            reentered[i] = LockContext.reentry(provider, keys[i], options.type(), options.permits());
+            if (reentered[i] == null) {
+                missing++;
+            }
+            else {
+                checkStillHeld(keys[i], reentered[i].handle());
+            }
+        }
+        ActiveCall taken = null;
+        if (missing > 0) {
+            String[] toTake = (missing == keys.length) ? keys : missing(keys, reentered, missing);
+            taken = acquirer.takeBlocking(toTake, options);
+            if (taken.failedKey() != null) {
+                if (throwWhenNotAcquired) {
+                    throw new LockAcquisitionException(taken.failedKey(), Duration.ofNanos(taken.waitNanos), null);
+                }
+                return LockResult.notAcquired();
+            }
+        }
+        if (options.fenced()) {
+            issueTokensForReentry(keys, reentered, taken);
+        }
+        LockContext.Frame[] frames = new LockContext.Frame[keys.length];
+        try {
+            for (int i = 0; i < keys.length; i++) {
+                frames[i] = (reentered[i] != null) ? LockContext.enter(reentered[i])
+                        : LockContext.enter(provider, taken, taken.indexOf(keys[i]));
+            }
+            if (taken != null) {
+                // inside the try: whatever happens from here on, the locks are released
+                acquirer.watch(taken);
+            }
+            Observation observation = (taken != null) ? taken.observation : null;
+            if (observation == null) {
+                return LockResult.of(callback.doInLock());
+            }
+            // spans the guarded code opens on this thread become children of the lock's
+            ObservationRegistry registry = taken.observationRegistry;
+            Observation.Scope previous = registry.getCurrentObservationScope();
+            Observation.Scope scope = LockNotifier.openScope(observation, registry, previous, keys);
+            try {
+                return LockResult.of(callback.doInLock());
+            }
+            finally {
+                LockNotifier.closeScope(scope, registry, previous, keys);
+            }
+        }
+        finally {
+            try {
+                for (int i = frames.length - 1; i >= 0; i--) {
+                    if (frames[i] != null) {
+                        LockContext.exit(frames[i]);
+                    }
+                }
+            }
+            finally {
+                if (taken != null) {
+                    releaser.releaseAfterCall(taken);
+                }
+            }
+        }
+    }
+
+    /**
+     * A nested call re-enters only a lock its outer call still holds: one whose lease ran out or whose key was taken
+     * away behind its back belongs to nobody here, and another holder may be inside it right now. Costs one backend
+     * round trip per nested call, as re-entering in the backend itself would.
+     */
+    private static void checkStillHeld(String fullKey, LockHandle handle) {
+        boolean held;
+        try {
+            held = handle.stillHeld();
+        }
+        catch (RuntimeException ex) {
+            throw new LockBackendException(fullKey, ex);
+        }
+        if (!held) {
+            throw new LockAcquisitionException(fullKey, Duration.ZERO, new IllegalStateException("the lock held by the "
+                    + "outer call on this thread was lost (its lease ran out or its key was taken away), so the nested "
+                    + "call does not run"));
+        }
+    }
+
+    /** A fenced nested call inside an unfenced hold gets a token issued for the held lock (the outer sees it too). */
+    private void issueTokensForReentry(String[] keys, LockContext.Frame[] reentered, ActiveCall taken) {
+        for (int i = 0; i < keys.length; i++) {
+            if (reentered[i] == null || reentered[i].handle().fencingToken() >= 0) {
+                continue;
+            }
+            long token;
+            try {
+                token = reentered[i].handle().newFencingToken();
+            }
+            catch (UnsupportedOperationException ex) {
+                releaseTaken(taken);
+                throw new IllegalStateException("Lock '" + keys[i] + "' is held without fencing and its backend cannot "
+                        + "issue a token for the nested fenced call", ex);
+            }
+            catch (RuntimeException ex) {
+                releaseTaken(taken);
+                throw new LockBackendException(keys[i], ex);
+            }
+            if (token < 0) {
+                releaseTaken(taken);
+                throw new LockAcquisitionException(keys[i], Duration.ZERO, new IllegalStateException("the lock held by "
+                        + "the outer call was lost (lease ran out) before the nested fenced call could get a token"));
+            }
+        }
+    }
+
+    private void releaseTaken(ActiveCall taken) {
+        if (taken != null) {
+            releaser.releaseAsync(taken);
+        }
+    }
+
+    private static String[] missing(String[] keys, LockContext.Frame[] reentered, int count) {
+        String[] missing = new String[count];
+        int j = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (reentered[i] == null) {
+                missing[j++] = keys[i];
+            }
+        }
+        return missing;
+    }
+}
