@@ -4,11 +4,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
-import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockDurations;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -72,18 +68,9 @@ final class HandoffLocks {
     /** After the key in a close message: {@code <close number>|<owner>,<owner>...|}, then the reason. */
     private static final java.util.regex.Pattern CLOSED_WAITERS = java.util.regex.Pattern.compile("(\\d+)\\|(-?\\d+(?:,-?\\d+)*)\\|");
 
-
     private final RedissonClient redisson;
-    /**
-     * Redisson's command executor when scripts must be confirmed by the replicas before they count (replicated Redis,
-     * as Redisson's own locks are); {@code null} on a single server.
-     */
-    private final org.redisson.command.CommandAsyncExecutor synced;
-    /**
-     * Redisson's command executor on a single server, for the acquisition and release scripts: sent once, never
-     * re-sent by Redisson's retry (see {@link #eval}); {@code null} when it cannot be reached.
-     */
-    private final org.redisson.command.CommandAsyncExecutor once;
+    /** Sends the scripts: synced on a replicated Redis, once where a copy must not be re-sent. */
+    private final HandoffScriptRunner runner;
     private final String clientId;
     /** Polls, shared with the provider's give-backs. */
     final ScheduledExecutorService timer;
@@ -96,10 +83,7 @@ final class HandoffLocks {
     HandoffLocks(GiveBacks giveBacks, UnlockMessages unlockMessages, RedissonClient redisson, String clientId,
             long watchdogMillis, ScheduledExecutorService timer) {
         this.entryTtlMillis = Math.max(100, Math.min(5_000, watchdogMillis / 3));
-        this.synced = syncedExecutor(redisson);
-        this.once = (synced == null)
-                ? commandExecutor(redisson, "FAIR acquisition and release scripts may be re-sent by Redisson's retry")
-                : null;
+        this.runner = new HandoffScriptRunner(redisson);
         this.grantMillis = entryTtlMillis;
         this.giveBacks = giveBacks;
         this.unlockMessages = unlockMessages;
@@ -108,71 +92,15 @@ final class HandoffLocks {
         this.timer = timer;
     }
 
-    /**
-     * On a replicated Redis, Redisson's locks run their scripts "synced": a {@code WAIT} for the replicas before the
-     * reply counts (and, with {@code checkLockSyncedSlaves}, the default, a failure when none confirmed), so that a failover cannot lose a lock its holder
-     * was told it has. The hand-off lock's scripts do the same, through the same (internal) Redisson call; and a grant
-     * reaches its grantee by a message published before that {@code WAIT}, so there a grantee confirms its grant with a
-     * synced script before it takes it. Internal API: when it cannot be reached, plain scripts (logged).
-     */
-    private static org.redisson.command.CommandAsyncExecutor syncedExecutor(RedissonClient redisson) {
-        org.redisson.config.Config config = redisson.getConfig();
-        // cluster, sentinel, master/slave, replicated: every configuration that knows of replicas. Whatever
-        // checkLockSyncedSlaves says, as for Redisson's locks: it only decides whether a WAIT nobody confirmed fails
-        if (config.isSingleConfig()) {
-            return null;
-        }
-        return commandExecutor(redisson, "FAIR locks on this replicated Redis are not confirmed by the replicas (a "
-                + "failover may lose one)");
-    }
-
-    /** Redisson's (internal) command executor; {@code null}, logged with what that costs, when it cannot be reached. */
-    private static org.redisson.command.CommandAsyncExecutor commandExecutor(RedissonClient redisson, String without) {
-        try {
-            if (redisson instanceof org.redisson.Redisson client) {
-                return client.getCommandExecutor();
-            }
-        }
-        catch (RuntimeException | LinkageError ex) {
-            logger.warn("Could not reach Redisson's command executor: " + without, ex);
-            return null;
-        }
-        logger.warn("Not a Redisson client (" + redisson.getClass().getName() + "): " + without);
-        return null;
-    }
-
-    /**
-     * Runs {@code script}: synced on a replicated Redis (see {@link #syncedExecutor}), else a plain cached script —
-     * except the acquisition and release scripts, which Redisson must not re-send (as it does not re-send its own
-     * unlock): a copy of an acquisition that timed out on one connection can still run after the retry took the lock
-     * and its caller released it, and take the lock again for nobody; a re-sent release whose first copy ran answers
-     * "not held", and the holder is told its lock was lost. Sent once, a failure is handled by the waiter (the next
-     * poll; a give-back that buries it once the caller is done, see {@link HandoffWaiter#lateScript}) or by the release's
-     * caller (an exception, and a give-back). The synced call never re-sends either.
-     */
+    /** Runs {@code script}: see {@link HandoffScriptRunner#eval}. */
     <T> CompletableFuture<T> eval(String key, String script, RScript.ReturnType type, List<Object> keys,
             Object... args) {
-        org.redisson.client.protocol.RedisCommand<?> command = (type == RScript.ReturnType.LIST)
-                ? org.redisson.client.protocol.RedisCommands.EVAL_LIST
-                : org.redisson.client.protocol.RedisCommands.EVAL_LONG;
-        @SuppressWarnings("unchecked")
-        org.redisson.client.protocol.RedisCommand<T> typed = (org.redisson.client.protocol.RedisCommand<T>) command;
-        if (synced != null) {
-            return synced.<T>syncedEvalNoRetry(key, StringCodec.INSTANCE, typed, script, keys, args)
-                    .toCompletableFuture();
-        }
-        if (once != null && (script == HandoffScripts.ACQUIRE || script == HandoffScripts.RELEASE
-                || script == HandoffScripts.BURY)) {
-            return once.<T, T>evalWriteNoRetryAsync(key, StringCodec.INSTANCE, typed, script, keys, args)
-                    .toCompletableFuture();
-        }
-        return redisson.getScript(StringCodec.INSTANCE).<T>evalAsync(key, RScript.Mode.READ_WRITE, script, type, keys,
-                args).toCompletableFuture();
+        return runner.eval(key, script, type, keys, args);
     }
 
     /** Whether grants must be confirmed by a synced script before they are handed out. */
     boolean synced() {
-        return synced != null;
+        return runner.synced();
     }
 
     static String queueKey(String key) {

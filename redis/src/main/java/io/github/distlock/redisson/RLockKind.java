@@ -51,30 +51,30 @@ final class RLockKind implements RedisLockKind {
 
     private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,
             Throwable failure, CompletableFuture<LockHandle> result) {
-            if (failure != null) {
-                Throwable cause = Futures.unwrap(failure);
-                // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
-                // a lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
-                // Always, even for a connection failure: Redisson reports the last attempt's error, and an earlier
-                // attempt may have sent the script (seen on a cluster failover).
-                giveBack(lock, owner, leaseMillis);
-                if (isSubscriptionTimeout(cause)) {
-                    // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
-                    // this is contention, not a backend failure
-                    result.complete(null);
-                }
-                else {
-                    result.completeExceptionally(cause);
-                }
-                return;
-            }
-            if (!acquired) {
+        if (failure != null) {
+            Throwable cause = Futures.unwrap(failure);
+            // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
+            // a lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
+            // Always, even for a connection failure: Redisson reports the last attempt's error, and an earlier
+            // attempt may have sent the script (seen on a cluster failover).
+            giveBack(lock, owner, leaseMillis);
+            if (isSubscriptionTimeout(cause)) {
+                // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
+                // this is contention, not a backend failure
                 result.complete(null);
-                return;
             }
-            RedissonLockHandle handle = provider.handle(this, request, lock, owner,
-                    provider.ownerField(request.type(), owner), leaseMillis);
-            provider.completeHandle(request, handle, result);
+            else {
+                result.completeExceptionally(cause);
+            }
+            return;
+        }
+        if (!acquired) {
+            result.complete(null);
+            return;
+        }
+        RedissonLockHandle handle = provider.handle(this, request, lock, owner,
+                provider.ownerField(request.type(), owner), leaseMillis);
+        provider.completeHandle(request, handle, result);
     }
 
     @Override

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
@@ -164,26 +163,27 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     /** Hands out {@code handle}, after issuing its token when the request is fenced. */
     void completeHandle(LockRequest request, RedissonLockHandle handle, CompletableFuture<LockHandle> result) {
-            if (!request.fenced()) {
-                complete(result, handle);
-                return;
+        if (!request.fenced()) {
+            complete(result, handle);
+            return;
+        }
+        handle.issueToken().whenComplete((token, tokenFailure) -> {
+            if (tokenFailure != null) {
+                handle.releaseAsync();
+                result.completeExceptionally(Futures.unwrap(tokenFailure));
             }
-            handle.issueToken().whenComplete((token, tokenFailure) -> {
-                if (tokenFailure != null) {
-                    handle.releaseAsync();
-                    result.completeExceptionally(Futures.unwrap(tokenFailure));
-                }
-                else if (token < 0) {
-                    // lost between acquisition and token (a lease shorter than a round trip): never hand it out
-                    handle.notHandedOut();
-                    result.complete(null);
-                }
-                else {
-                    complete(result, handle);
-                }
-            });
+            else if (token < 0) {
+                // lost between acquisition and token (a lease shorter than a round trip): never hand it out
+                handle.notHandedOut();
+                result.complete(null);
+            }
+            else {
+                complete(result, handle);
+            }
+        });
     }
 
+    /** Hands out {@code handle}, watched when it renews by watchdog; one the caller stopped waiting for is released. */
     void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
         if (handle.monitor != null) {
             monitor.watch(handle);
