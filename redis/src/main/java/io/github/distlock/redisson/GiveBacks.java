@@ -15,8 +15,10 @@ import org.apache.commons.logging.LogFactory;
  */
 final class GiveBacks {
 
+    /** Logged as the provider's: the category its users already configure. */
     private static final Log logger = LogFactory.getLog(RedissonLockProvider.class);
 
+    /** The provider's one thread, shared with deferred claims, polls and announcements. */
     private final ScheduledExecutorService giveBacks;
 
     GiveBacks(ScheduledExecutorService executor) {

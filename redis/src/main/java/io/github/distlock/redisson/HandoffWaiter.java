@@ -10,15 +10,15 @@ import io.github.distlock.LockKeyClosedException;
 import org.redisson.api.RScript;
 
 /**
- * One acquisition waiting in the queue. Completes once ({@link #done}); whichever of grant message, poll, close or
- * give-up takes {@code done} first decides, and a give-up always runs the release script, which passes on a grant
- * that arrived meanwhile.
+ * One acquisition waiting in the queue of a {@code FAIR} lock ({@link HandoffLocks}: its keys and invariants). Completes
+ * once ({@link #done}); whichever of grant message, poll, close or give-up takes {@code done} first decides, and a
+ * give-up always runs the release script, which passes on a grant that arrived meanwhile.
  */
 final class HandoffWaiter {
 
     /**
      * How often a waiter tries its first script again after a timeout or a lost connection (scripts are not re-sent by
-     * Redisson, see {@link HandoffLocks#eval}): as often as Redisson re-sends a command by default.
+     * Redisson, see {@link HandoffScriptRunner#eval}): as often as Redisson re-sends a command by default.
      */
     private static final int FIRST_SCRIPT_RETRIES = 4;
 

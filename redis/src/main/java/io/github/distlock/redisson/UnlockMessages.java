@@ -17,6 +17,7 @@ import org.redisson.client.codec.LongCodec;
  */
 final class UnlockMessages {
 
+    /** Logged as the provider's: the category its users already configure. */
     private static final Log logger = LogFactory.getLog(RedissonLockProvider.class);
 
     /**
