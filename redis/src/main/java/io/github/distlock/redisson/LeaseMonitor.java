@@ -25,7 +25,7 @@ final class LeaseMonitor implements AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(LeaseMonitor.class);
 
-    private final Set<RedissonLockProvider.RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
+    private final Set<RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
     private final long timeoutNanos;
     private final long periodMillis;
     private volatile ScheduledExecutorService timer;
@@ -36,7 +36,7 @@ final class LeaseMonitor implements AutoCloseable {
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
     }
 
-    void watch(RedissonLockProvider.RedissonLockHandle handle) {
+    void watch(RedissonLockHandle handle) {
         handle.confirmedAt = System.nanoTime();
         watched.add(handle);
         if (timer == null) {
@@ -44,7 +44,7 @@ final class LeaseMonitor implements AutoCloseable {
         }
     }
 
-    void unwatch(RedissonLockProvider.RedissonLockHandle handle) {
+    void unwatch(RedissonLockHandle handle) {
         watched.remove(handle);
     }
 
@@ -69,7 +69,7 @@ final class LeaseMonitor implements AutoCloseable {
     private void check() {
         try {
             long now = System.nanoTime();
-            for (RedissonLockProvider.RedissonLockHandle handle : watched) {
+            for (RedissonLockHandle handle : watched) {
                 if (now - handle.confirmedAt > timeoutNanos) {
                     if (watched.remove(handle)) {
                         report(handle, "not confirmed by Redis for " + TimeUnit.NANOSECONDS.toMillis(now - handle.confirmedAt)
@@ -104,7 +104,7 @@ final class LeaseMonitor implements AutoCloseable {
         }
     }
 
-    private void report(RedissonLockProvider.RedissonLockHandle handle, String reason) {
+    private void report(RedissonLockHandle handle, String reason) {
         reporter.execute(() -> {
             try {
                 handle.lost(reason);

@@ -90,14 +90,14 @@ final class PermitLocks {
             return 1
             """;
 
-    private final RedissonLockProvider provider;
+    private final GiveBacks giveBacks;
     private final RedissonClient redisson;
     private final ScheduledExecutorService timer;
     /** Acquisitions still waiting: answered by {@link #shutdown()}, since the timer that polls for them stops. */
     private final java.util.Set<CompletableFuture<Boolean>> waiting = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    PermitLocks(RedissonLockProvider provider, RedissonClient redisson, ScheduledExecutorService timer) {
-        this.provider = provider;
+    PermitLocks(GiveBacks giveBacks, RedissonClient redisson, ScheduledExecutorService timer) {
+        this.giveBacks = giveBacks;
         this.redisson = redisson;
         this.timer = timer;
     }
@@ -145,14 +145,14 @@ final class PermitLocks {
                     if (failure != null) {
                         if (!result.completeExceptionally(failure)) {
                             // the caller is gone (cancelled) and the script may have run before its reply was lost
-                            provider.giveBack(key, () -> releaseMember(key, field), leaseMillis);
+                            giveBacks.giveBack(key, () -> releaseMember(key, field), leaseMillis);
                         }
                         return;
                     }
                     if ("1".equals(reply.get(0).toString())) {
                         if (!result.complete(true)) {
                             // cancelled while the script ran: not wanted any more
-                            provider.giveBack(key, () -> releaseMember(key, field), leaseMillis);
+                            giveBacks.giveBack(key, () -> releaseMember(key, field), leaseMillis);
                         }
                         return;
                     }

@@ -1,0 +1,140 @@
+package io.github.distlock.redisson;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.spi.LockDurations;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockRequest;
+import org.redisson.api.RLock;
+import org.redisson.client.RedisTimeoutException;
+
+/**
+ * {@code REENTRANT}, {@code READ} and {@code WRITE}: Redisson's own {@link RLock} and the two halves of its
+ * {@code RReadWriteLock}, taken and released by Redisson's scripts and renewed by its watchdog. The three differ only
+ * in the Redisson object ({@link RedissonLockProvider} picks it) and in the wake-up a WRITE release adds.
+ */
+final class RLockKind implements RedisLockKind {
+
+    /** Redisson's lease value for "no fixed lease: renew by watchdog". */
+    private static final long WATCHDOG = -1;
+
+    private final RedissonLockProvider provider;
+    private final GiveBacks giveBacks;
+    private final UnlockMessages unlockMessages;
+
+    RLockKind(RedissonLockProvider provider, GiveBacks giveBacks, UnlockMessages unlockMessages) {
+        this.provider = provider;
+        this.giveBacks = giveBacks;
+        this.unlockMessages = unlockMessages;
+    }
+
+    @Override
+    public void acquire(LockRequest request, RLock lock, long owner, long leaseMillis,
+            CompletableFuture<LockHandle> result) {
+        // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
+        // scripts as milliseconds without converting it (a fair lock's queue timeout came out 10^6 times too long)
+        long waitMillis = LockDurations.ceilMillis(request.waitNanos());
+        long lease = request.watchdog() ? WATCHDOG : leaseMillis;
+        lock.tryLockAsync(waitMillis, lease, TimeUnit.MILLISECONDS, owner).whenComplete((acquired, failure) -> {
+            try {
+                completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
+            }
+            catch (Throwable unexpected) {
+                // never leave the caller waiting forever with a lock it can't know it holds
+                giveBack(lock, owner, leaseMillis);
+                result.completeExceptionally(unexpected);
+            }
+        });
+    }
+
+    private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,
+            Throwable failure, CompletableFuture<LockHandle> result) {
+        if (failure != null) {
+            Throwable cause = Futures.unwrap(failure);
+            // The script may still run after the client gave up on its reply (a stalled server, a lost packet):
+            // a lock nobody would release. Only this owner can hold it, so giving it back can free nothing else.
+            // Always, even for a connection failure: Redisson reports the last attempt's error, and an earlier
+            // attempt may have sent the script (seen on a cluster failover).
+            giveBack(lock, owner, leaseMillis);
+            if (isSubscriptionTimeout(cause)) {
+                // Redisson's subscription timer raced its own "wait is over" timer: the lock was found held, so
+                // this is contention, not a backend failure
+                result.complete(null);
+            }
+            else {
+                result.completeExceptionally(cause);
+            }
+            return;
+        }
+        if (!acquired) {
+            result.complete(null);
+            return;
+        }
+        RedissonLockHandle handle = provider.handle(this, request, lock, owner,
+                provider.ownerField(request.type(), owner), leaseMillis);
+        provider.completeHandle(request, handle, result);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> confirm(RedissonLockHandle handle) {
+        return handle.lock().isHeldByThreadAsync(handle.owner()).toCompletableFuture();
+    }
+
+    @Override
+    public CompletableFuture<Boolean> stillHeld(RedissonLockHandle handle) {
+        return handle.lock().isHeldByThreadAsync(handle.owner()).toCompletableFuture();
+    }
+
+    @Override
+    public CompletableFuture<Boolean> release(RedissonLockHandle handle) {
+        RLock lock = handle.lock();
+        long owner = handle.owner();
+        long leaseMillis = handle.leaseMillis();
+        CompletableFuture<Boolean> unlocked = lock.unlockAsync(owner).toCompletableFuture()
+                .handle((ignored, failure) -> {
+            if (failure == null) {
+                return Boolean.TRUE;
+            }
+            Throwable cause = Futures.unwrap(failure);
+            if (cause instanceof IllegalMonitorStateException) {
+                return Boolean.FALSE;
+            }
+            // the unlock may or may not have run: keep trying in the background, so that the lock does not stay
+            // behind for its whole lease (it can't be re-entered meanwhile: the owner is this acquisition's alone)
+            giveBack(lock, owner, leaseMillis);
+            throw (cause instanceof RuntimeException runtime) ? runtime : new CompletionException(cause);
+        });
+        if (!(lock instanceof org.redisson.RedissonWriteLock)) {
+            return unlocked;
+        }
+        // answered once the wake-up was sent: whoever hears "released" and then takes the lock is not woken late
+        return unlocked.thenCompose(released -> unlockMessages.wakeAfterWriteRelease(lock).thenApply(sent -> released));
+    }
+
+    /**
+     * Releases what {@code owner} may hold of {@code lock}, again until it is released or Redis has answered "not held"
+     * twice (the second answer was asked for after the first arrived, so a script that was still on its way when the
+     * first was sent has run by then), and at most for the lock's lease, after which it has expired anyway.
+     */
+    private void giveBack(RLock lock, long owner, long leaseMillis) {
+        giveBacks.giveBack(lock.getName(), () -> lock.unlockAsync(owner).toCompletableFuture().handle((ignored, failure) -> {
+            if (failure == null) {
+                if (lock instanceof org.redisson.RedissonWriteLock) {
+                    unlockMessages.wakeAfterWriteRelease(lock);
+                }
+                return Boolean.TRUE;
+            }
+            if (Futures.unwrap(failure) instanceof IllegalMonitorStateException) {
+                return Boolean.FALSE;
+            }
+            throw (failure instanceof CompletionException completion) ? completion : new CompletionException(failure);
+        }), leaseMillis);
+    }
+
+    private static boolean isSubscriptionTimeout(Throwable failure) {
+        return failure instanceof RedisTimeoutException && failure.getMessage() != null
+                && failure.getMessage().startsWith("Unable to acquire subscription lock");
+    }
+}

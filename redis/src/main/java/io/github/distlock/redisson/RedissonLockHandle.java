@@ -1,0 +1,178 @@
+package io.github.distlock.redisson;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+
+import io.github.distlock.spi.LockHandle;
+import org.redisson.api.RLock;
+
+/** One held lock; mutable only in what the lease monitor tracks and the latest token. */
+final class RedissonLockHandle implements LockHandle {
+
+    private final FencingTokens tokens;
+    private final RLock lock;
+    private final long owner;
+    private final String ownerField;
+    private final long leaseMillis;
+    /** How this lock is released, renewed and checked: the kind it was acquired as. */
+    private final RedisLockKind kind;
+    final LeaseMonitor monitor;
+    private static final int HELD = 0;
+    private static final int RELEASING = 1;
+    private static final int LOSS_REPORTED = 2;
+
+    /**
+     * Whoever moves the handle out of HELD first speaks: the loss report (LOSS_REPORTED) or the release (RELEASING),
+     * so a loss found by the monitor and a release that finds the key gone never both report it.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
+    private volatile long fencingToken = -1;
+    /** The N a permit was taken under (part of its member in Redis). */
+    volatile int permits = 1;
+    /** A hand-off lock's waiter: told before the release that the caller is done (see HandoffWaiter#letGo). */
+    volatile HandoffWaiter waiter;
+    /** A hand-off lock's claim of its own lease, not yet sent: cancelled by the release. */
+    volatile java.util.concurrent.ScheduledFuture<?> pendingClaim;
+    private volatile Consumer<String> lostCallback;
+    private volatile String lostReason;
+    volatile long confirmedAt;
+    volatile boolean checking;
+
+    RedissonLockHandle(RedisLockKind kind, FencingTokens tokens, RLock lock, long owner, String ownerField,
+            long leaseMillis, LeaseMonitor monitor) {
+        this.kind = kind;
+        this.tokens = tokens;
+        this.lock = lock;
+        this.owner = owner;
+        this.ownerField = ownerField;
+        this.leaseMillis = leaseMillis;
+        this.monitor = monitor;
+    }
+
+    RLock lock() {
+        return lock;
+    }
+
+    long owner() {
+        return owner;
+    }
+
+    String ownerField() {
+        return ownerField;
+    }
+
+    long leaseMillis() {
+        return leaseMillis;
+    }
+
+    /**
+     * Whether the lock is still this owner's, asked by the lease monitor. A hand-off lock has no Redisson watchdog:
+     * the question renews it (Redisson renews its own locks every third of the watchdog timeout, as the monitor
+     * asks).
+     */
+    CompletableFuture<Boolean> confirm() {
+        return kind.confirm(this);
+    }
+
+    @Override
+    public long fencingToken() {
+        return fencingToken;
+    }
+
+    CompletableFuture<Long> issueToken() {
+        return tokens.issue(lock, ownerField).thenApply(token -> {
+            if (token >= 0) {
+                fencingToken = token;
+            }
+            return token;
+        });
+    }
+
+    @Override
+    public long newFencingToken() {
+        try {
+            return issueToken().join();
+        }
+        catch (CompletionException ex) {
+            throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+        }
+    }
+
+    @Override
+    public boolean stillHeld() {
+        if (lostWhileHeld()) {
+            return false;
+        }
+        try {
+            return kind.stillHeld(this).join();
+        }
+        catch (CompletionException ex) {
+            throw (ex.getCause() instanceof RuntimeException cause) ? cause : ex;
+        }
+    }
+
+    @Override
+    public CompletableFuture<Boolean> releaseAsync() {
+        if (monitor != null) {
+            monitor.unwatch(this);
+        }
+        state.compareAndSet(HELD, RELEASING);
+        // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
+        // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
+        // code left the thread interrupted.
+        return kind.release(this);
+    }
+
+    /**
+     * The caller is done with this hand-off lock, before its release is sent: the pending claim is cancelled and
+     * the waiter told (so that its scripts still on their way are undone, see HandoffWaiter#lateScript).
+     * Returns the future to complete once the release has answered; {@code null} for other kinds.
+     */
+    CompletableFuture<Void> letGo() {
+        java.util.concurrent.ScheduledFuture<?> claim = pendingClaim;
+        if (claim != null) {
+            claim.cancel(false);
+        }
+        HandoffWaiter told = waiter;
+        return (told != null) ? told.letGo() : null;
+    }
+
+    /** A lock acquired but not handed out (lost before its token): nothing to release. */
+    void notHandedOut() {
+        CompletableFuture<Void> letGo = letGo();
+        if (letGo != null) {
+            letGo.complete(null);
+        }
+    }
+
+    @Override
+    public void whenLost(Consumer<String> callback) {
+        lostCallback = callback;
+        if (lostReason != null) {
+            fireLost();
+        }
+    }
+
+    @Override
+    public boolean lostWhileHeld() {
+        return state.get() == LOSS_REPORTED;
+    }
+
+    void lost(String reason) {
+        lostReason = reason;
+        if (lostCallback != null) {
+            fireLost();
+        }
+    }
+
+    /**
+     * Either side may come second (loss found, callback registered): whichever does fires, once, and only while the
+     * lock has not begun its release (which then reports a lost lock itself).
+     */
+    private void fireLost() {
+        if (state.compareAndSet(HELD, LOSS_REPORTED)) {
+            lostCallback.accept(lostReason);
+        }
+    }
+}
