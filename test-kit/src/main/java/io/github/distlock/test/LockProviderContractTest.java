@@ -689,7 +689,7 @@ public abstract class LockProviderContractTest {
     }
 
     /** What one try got: a handle, {@code null} when the lock was held, or refused as a reserved name. */
-    private record Try(LockHandle handle, boolean refused) {
+    private record Try(@Nullable LockHandle handle, boolean refused) {
     }
 
     /** REENTRANT and FAIR form one family, READ and WRITE another (see {@link LockType}). */
