@@ -1,5 +1,7 @@
 package io.github.distlock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A mistake distlock finds at startup (an invalid annotation, no lock backend, a backend it can't reach when told to
  * require it): it stops the application, and Spring Boot prints its {@link #getDescription() description} and
@@ -15,7 +17,7 @@ public class DistlockConfigurationException extends RuntimeException {
      * @param action what to change
      * @param cause the underlying failure, or {@code null}
      */
-    public DistlockConfigurationException(String description, String action, Throwable cause) {
+    public DistlockConfigurationException(String description, String action, @Nullable Throwable cause) {
         super(description + " Action: " + action, cause);
         this.description = description;
         this.action = action;

@@ -2,6 +2,8 @@ package io.github.distlock;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The lock was held by someone else for the whole wait time (or the wait was interrupted): the guarded code did not run.
  */
@@ -14,7 +16,7 @@ public class LockAcquisitionException extends DistributedLockException {
      * @param waitTime how long the caller was willing to wait
      * @param cause the interruption that ended the wait, or {@code null}
      */
-    public LockAcquisitionException(String key, Duration waitTime, Throwable cause) {
+    public LockAcquisitionException(String key, Duration waitTime, @Nullable Throwable cause) {
         super(key, message(key, waitTime, cause), cause);
         this.waitTime = waitTime;
     }
@@ -24,7 +26,7 @@ public class LockAcquisitionException extends DistributedLockException {
         return waitTime;
     }
 
-    private static String message(String key, Duration waitTime, Throwable cause) {
+    private static String message(String key, Duration waitTime, @Nullable Throwable cause) {
         String waited = waitTime.isZero() ? "in a single try (wait time 0)" : "within the wait time of " + waitTime.toMillis() + " ms";
         String interrupted = (cause instanceof InterruptedException) ? " (interrupted while waiting)" : "";
         return "Could not acquire lock '" + key + "' " + waited + interrupted + ": it is held by another caller";

@@ -3,6 +3,7 @@ package io.github.distlock;
 import java.time.Duration;
 
 import io.github.distlock.spi.LockDurations;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How one lock call waits, leases and holds.
@@ -22,8 +23,8 @@ import io.github.distlock.spi.LockDurations;
  * @param permits how many callers may hold the key at once: {@code 1} (the default) is a lock; more is a semaphore
  * ("at most 3 report exports per tenant"), {@link LockType#REENTRANT} and unfenced only
  */
-public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast,
-        String name, int permits) {
+public record LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced, LockType type,
+        @Nullable Duration holdAtLeast, String name, int permits) {
 
     /** The {@link #name()} of a template call that names none. */
     public static final String UNNAMED = "template";
@@ -40,6 +41,10 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
      * {@link LockDurations#FOR_EVER} (a hundred years; {@code Long.MAX_VALUE} of any unit, the largest
      * {@code Duration}) are stored as {@code FOR_EVER}: a wait that lasts until the lock is free, a lease kept until
      * released.
+     *
+     * <p>{@code type} and {@code name} may be {@code null} here (a record's components carry one nullness for the
+     * constructor and the accessor): they become {@link LockType#REENTRANT} and {@value #UNNAMED}, so their accessors
+     * never return {@code null}.
      */
     public LockOptions {
         waitTime = LockDurations.checked("LockOptions.waitTime", waitTime, "0");
@@ -67,33 +72,34 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
     }
 
     /** Wait, lease, fencing, type, minimum hold and name; one permit (a lock). */
-    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast,
-            String name) {
+    public LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced,
+            @Nullable LockType type, @Nullable Duration holdAtLeast, @Nullable String name) {
         this(waitTime, leaseTime, fenced, type, holdAtLeast, name, 1);
     }
 
     /** Wait, lease, fencing, type and minimum hold; {@linkplain #UNNAMED unnamed}. */
-    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced, LockType type, Duration holdAtLeast) {
+    public LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced,
+            @Nullable LockType type, @Nullable Duration holdAtLeast) {
         this(waitTime, leaseTime, fenced, type, holdAtLeast, null);
     }
 
     /** Wait, lease and fencing; a {@link LockType#REENTRANT} lock with no minimum hold. */
-    public LockOptions(Duration waitTime, Duration leaseTime, boolean fenced) {
+    public LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced) {
         this(waitTime, leaseTime, fenced, LockType.REENTRANT, null);
     }
 
     /** Options with the given wait and the configured lease. */
-    public static LockOptions waitFor(Duration waitTime) {
+    public static LockOptions waitFor(@Nullable Duration waitTime) {
         return new LockOptions(waitTime, null, false);
     }
 
     /** These options with another wait time. */
-    public LockOptions withWaitTime(Duration waitTime) {
+    public LockOptions withWaitTime(@Nullable Duration waitTime) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with another lease time ({@link #WATCHDOG} for renewal). */
-    public LockOptions withLeaseTime(Duration leaseTime) {
+    public LockOptions withLeaseTime(@Nullable Duration leaseTime) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
@@ -103,25 +109,25 @@ public record LockOptions(Duration waitTime, Duration leaseTime, boolean fenced,
     }
 
     /** These options with another lock type. */
-    public LockOptions withType(LockType type) {
+    public LockOptions withType(@Nullable LockType type) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with another {@link #name()}. */
-    public LockOptions withName(String name) {
+    public LockOptions withName(@Nullable String name) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /**
      * These options with {@code permits} holders allowed at once: see {@link #permits()}. On Redis a key with permits is
-     * a semaphore of its own ({@code <key>:permits}), apart from the lock of the same key.
+     * a semaphore of its own ({@code distlock_permits:{<key>}}), apart from the lock of the same key.
      */
     public LockOptions withPermits(int permits) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 
     /** These options with a minimum hold: see {@link #holdAtLeast()}. */
-    public LockOptions withHoldAtLeast(Duration holdAtLeast) {
+    public LockOptions withHoldAtLeast(@Nullable Duration holdAtLeast) {
         return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
     }
 }

@@ -6,6 +6,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Runs code while holding a distributed lock: the programmatic twin of {@link DistributedLock}, and the engine behind
  * it. Inject it where the key or the options are only known at run time.
@@ -36,12 +38,14 @@ import java.util.function.Supplier;
 public interface LockTemplate {
 
     /** Runs {@code callback} under the lock for {@code key} with the configured wait and lease, and returns its result. */
-    default <T, E extends Throwable> T execute(String key, LockCallback<T, E> callback) throws E {
+    default <T extends @Nullable Object, E extends Throwable> T execute(String key, LockCallback<T, E> callback)
+            throws E {
         return execute(key, LockOptions.DEFAULTS, callback);
     }
 
     /** Runs {@code callback} under the lock for {@code key} with the given options, and returns its result. */
-    <T, E extends Throwable> T execute(String key, LockOptions options, LockCallback<T, E> callback) throws E;
+    <T extends @Nullable Object, E extends Throwable> T execute(String key, LockOptions options,
+            LockCallback<T, E> callback) throws E;
 
     /** Runs {@code action} under the lock for {@code key} with the configured wait and lease. */
     default <E extends Throwable> void run(String key, LockRunnable<E> action) throws E {
@@ -60,7 +64,8 @@ public interface LockTemplate {
      * Runs {@code callback} if the lock for {@code key} can be had with the given options; otherwise returns
      * {@link LockResult#notAcquired()} without running it.
      */
-    <T, E extends Throwable> LockResult<T> tryExecute(String key, LockOptions options, LockCallback<T, E> callback) throws E;
+    <T extends @Nullable Object, E extends Throwable> LockResult<T> tryExecute(String key, LockOptions options,
+            LockCallback<T, E> callback) throws E;
 
     /** Runs {@code action} if the lock can be had with the given options; returns whether it ran. */
     default <E extends Throwable> boolean tryRun(String key, LockOptions options, LockRunnable<E> action) throws E {
@@ -76,11 +81,12 @@ public interface LockTemplate {
      * can't be had, those already taken are released and {@link LockAcquisitionException} names it. Each key is
      * checked like a single key before anything is locked.
      */
-    <T, E extends Throwable> T execute(Collection<String> keys, LockOptions options, LockCallback<T, E> callback) throws E;
+    <T extends @Nullable Object, E extends Throwable> T execute(Collection<String> keys, LockOptions options,
+            LockCallback<T, E> callback) throws E;
 
     /** {@link #execute(Collection, LockOptions, LockCallback)}, returning "not acquired" instead of throwing. */
-    <T, E extends Throwable> LockResult<T> tryExecute(Collection<String> keys, LockOptions options,
-            LockCallback<T, E> callback) throws E;
+    <T extends @Nullable Object, E extends Throwable> LockResult<T> tryExecute(Collection<String> keys,
+            LockOptions options, LockCallback<T, E> callback) throws E;
 
     /**
      * Runs {@code action} under the lock for {@code key} and keeps the lock until the stage it returns completes
@@ -95,14 +101,14 @@ public interface LockTemplate {
      * the thread's transaction), it would wait for its own thread; it is refused at once instead: the returned future
      * fails with {@link NestedLockException} naming the key (nothing is thrown), and {@code action} does not run.
      */
-    default <T> CompletableFuture<T> executeAsync(String key, LockOptions options,
+    default <T extends @Nullable Object> CompletableFuture<T> executeAsync(String key, LockOptions options,
             Supplier<? extends CompletionStage<T>> action) {
         return executeAsync(List.of(key), options, action);
     }
 
     /** {@link #executeAsync(String, LockOptions, Supplier)} for several keys, taken as {@link #execute(Collection,
      * LockOptions, LockCallback)} takes them. */
-    <T> CompletableFuture<T> executeAsync(Collection<String> keys, LockOptions options,
+    <T extends @Nullable Object> CompletableFuture<T> executeAsync(Collection<String> keys, LockOptions options,
             Supplier<? extends CompletionStage<T>> action);
 
     /**
@@ -122,7 +128,7 @@ public interface LockTemplate {
      */
     CompletableFuture<HeldLock> acquireAsync(Collection<String> keys, LockOptions options);
 
-    /** The Redis key a lock for {@code key} uses: the configured prefix followed by {@code key}. */
+    /** The backend key a lock for {@code key} uses: the configured prefix followed by {@code key}. */
     String fullKey(String key);
 
     /**

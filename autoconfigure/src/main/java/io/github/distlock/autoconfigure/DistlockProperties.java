@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import io.github.distlock.spi.LockDurations;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.core.Ordered;
 
@@ -25,7 +26,7 @@ public class DistlockProperties {
      * Which lock backend to use when more than one is configured, by its name: redis, jdbc, zookeeper, etcd, or the
      * name of a third party's backend. Not set: the one backend that is configured; two or more fail the startup.
      */
-    private String backend;
+    private @Nullable String backend;
 
     /**
      * Prefix of every lock's Redis key: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
@@ -43,7 +44,7 @@ public class DistlockProperties {
      * Fixed lease when the annotation or call sets none: the lock expires after it even if the method still runs. Not
      * set (the default): the watchdog renews the lock while its holder lives.
      */
-    private Duration leaseTime;
+    private @Nullable Duration leaseTime;
 
     /**
      * How long the lock of a holder that died without releasing it lives on; renewed every third of it while the holder
@@ -85,11 +86,11 @@ public class DistlockProperties {
      * The chosen backend's name as written, or {@code null} when none is chosen.
      * @return the value of {@code distlock.backend}, stripped; {@code null} when unset or blank
      */
-    public String getBackend() {
+    public @Nullable String getBackend() {
         return backend;
     }
 
-    public void setBackend(String backend) {
+    public void setBackend(@Nullable String backend) {
         this.backend = (backend == null || backend.isBlank()) ? null : backend.strip();
     }
 
@@ -97,7 +98,7 @@ public class DistlockProperties {
         return keyPrefix;
     }
 
-    public void setKeyPrefix(String keyPrefix) {
+    public void setKeyPrefix(@Nullable String keyPrefix) {
         this.keyPrefix = (keyPrefix != null) ? keyPrefix : "";
     }
 
@@ -116,7 +117,7 @@ public class DistlockProperties {
         this.waitTime = LockDurations.checked("distlock.wait-time", waitTime, "0");
     }
 
-    public Duration getLeaseTime() {
+    public @Nullable Duration getLeaseTime() {
         return leaseTime;
     }
 
@@ -124,7 +125,7 @@ public class DistlockProperties {
      * @throws IllegalArgumentException naming the property when negative or below 1 ms (Redis counts leases in
      * milliseconds); longer than {@link LockDurations#FOR_EVER} is taken as that
      */
-    public void setLeaseTime(Duration leaseTime) {
+    public void setLeaseTime(@Nullable Duration leaseTime) {
         this.leaseTime = LockDurations.checked("distlock.lease-time", leaseTime, "0 (or unset for the watchdog)");
     }
 

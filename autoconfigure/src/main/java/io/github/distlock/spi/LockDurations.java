@@ -3,6 +3,8 @@ package io.github.distlock.spi;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The one conversion of lock durations, from what users write (annotation attributes, {@code LockOptions},
  * {@code Duration} properties) to what each backend counts in, with arithmetic that never overflows.
@@ -81,7 +83,7 @@ public final class LockDurations {
     }
 
     /** {@code duration}, at most {@link #FOR_EVER}; {@code null} stays {@code null}. */
-    public static Duration capped(Duration duration) {
+    public static @Nullable Duration capped(@Nullable Duration duration) {
         return (duration == null || duration.compareTo(FOR_EVER) <= 0) ? duration : FOR_EVER;
     }
 
@@ -98,7 +100,7 @@ public final class LockDurations {
      * @param zeroMeans what 0 means there, named in the error (for example {@code "0 (watchdog)"})
      * @throws IllegalArgumentException naming {@code what} when {@code duration} is negative or below 1 ms
      */
-    public static Duration checked(String what, Duration duration, String zeroMeans) {
+    public static @Nullable Duration checked(String what, @Nullable Duration duration, String zeroMeans) {
         if (duration == null) {
             return null;
         }

@@ -2,6 +2,8 @@ package io.github.distlock.spi;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One live hold of a lock as the backend sees it ({@link LockInspector#holders}); an owner holding a key in two ways
  * (a writer that re-entered as a reader) appears once per way.
@@ -17,6 +19,6 @@ import java.time.Duration;
  * @param remaining how long this hold lives on if its holder stops renewing it (a reader's or a permit's own lease,
  * else the lock's time to live), or {@code null} when the backend has no expiry for it
  */
-public record LockHolderInfo(String key, String owner, String instanceId, LockInstance instance, String mode,
-        Duration remaining) {
+public record LockHolderInfo(String key, String owner, @Nullable String instanceId, @Nullable LockInstance instance,
+        String mode, @Nullable Duration remaining) {
 }

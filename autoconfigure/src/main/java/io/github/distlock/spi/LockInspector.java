@@ -3,6 +3,8 @@ package io.github.distlock.spi;
 import java.time.Duration;
 import java.util.List;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What an operator asks a lock backend beyond locking: who holds a key on any instance, take a lock away, is the
  * backend reachable. Optional: a {@link LockProvider} that also implements this interface gets the actuator
@@ -56,7 +58,7 @@ public interface LockInspector {
      * when it is {@code null}); otherwise, with the holders of the key now (empty when nobody holds it)
      * @throws NotALockException when the key exists but is not a lock of this backend
      */
-    default ForceRelease forceRelease(String key, String expectedOwner) {
+    default ForceRelease forceRelease(String key, @Nullable String expectedOwner) {
         if (expectedOwner == null) {
             List<LockHolderInfo> evicted = forceRelease(key);
             return new ForceRelease(!evicted.isEmpty(), evicted);

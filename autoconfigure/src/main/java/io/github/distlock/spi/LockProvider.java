@@ -3,6 +3,7 @@ package io.github.distlock.spi;
 import java.util.concurrent.CompletableFuture;
 
 import io.github.distlock.LockType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A lock backend. {@link io.github.distlock.LockTemplate} asks it for one lock per acquisition; the Redisson provider
@@ -26,7 +27,7 @@ public interface LockProvider {
      * anyway, say after a timeout, gives it back by itself). A caller that stops waiting (interrupted, cancelled)
      * must release whatever handle the future still completes with.
      */
-    CompletableFuture<LockHandle> acquire(LockRequest request);
+    CompletableFuture<@Nullable LockHandle> acquire(LockRequest request);
 
     /**
      * Whether this backend can take locks of {@code type}, fenced or not. Asked at startup for every annotated method

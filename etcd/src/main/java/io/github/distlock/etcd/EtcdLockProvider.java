@@ -39,6 +39,7 @@ import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Locks in etcd: a key per acquisition under the lock's prefix, attached to a lease; the key with the lowest create
@@ -154,7 +155,7 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<LockHandle> acquire(LockRequest request) {
+    public CompletableFuture<@Nullable LockHandle> acquire(LockRequest request) {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("etcd locks of type READ cannot be fenced: readers take no token");
         }

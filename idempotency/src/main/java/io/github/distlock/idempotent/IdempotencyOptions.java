@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 
 import io.github.distlock.spi.LockDurations;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How one idempotent call keeps its mark and treats duplicates.
@@ -23,12 +24,17 @@ import io.github.distlock.spi.LockDurations;
  * as the SHA-256 of a canonical encoding of its content (see {@link Idempotent#fingerprint()}), never of its text.
  * @param name what the call is called in the lock's metrics and traces; {@code null} for {@value #UNNAMED}
  */
-public record IdempotencyOptions(Duration ttl, Duration waitTime, WhileRunning whileRunning,
-        List<Class<? extends Throwable>> storeFailureFor, Object fingerprint, String name) {
+public record IdempotencyOptions(Duration ttl, @Nullable Duration waitTime, WhileRunning whileRunning,
+        List<Class<? extends Throwable>> storeFailureFor, @Nullable Object fingerprint, String name) {
 
     /** The {@link #name()} of a call that names none. */
     public static final String UNNAMED = "idempotent";
 
+    /**
+     * Checks and caps the times. {@code whileRunning}, {@code storeFailureFor} and {@code name} may be {@code null}
+     * here (a record's components carry one nullness for the constructor and the accessor): they become
+     * {@link WhileRunning#WAIT}, an empty list and {@value #UNNAMED}, so their accessors never return {@code null}.
+     */
     public IdempotencyOptions {
         // capped here, once, so that no store, lock or message downstream converts a duration beyond FOR_EVER
         ttl = LockDurations.checkedPositive("ttl", ttl);
@@ -47,12 +53,12 @@ public record IdempotencyOptions(Duration ttl, Duration waitTime, WhileRunning w
     }
 
     /** These options with another wait for a running call. */
-    public IdempotencyOptions withWaitTime(Duration waitTime) {
+    public IdempotencyOptions withWaitTime(@Nullable Duration waitTime) {
         return new IdempotencyOptions(ttl, waitTime, whileRunning, storeFailureFor, fingerprint, name);
     }
 
     /** These options with another policy for duplicates of a running call. */
-    public IdempotencyOptions withWhileRunning(WhileRunning whileRunning) {
+    public IdempotencyOptions withWhileRunning(@Nullable WhileRunning whileRunning) {
         return new IdempotencyOptions(ttl, waitTime, whileRunning, storeFailureFor, fingerprint, name);
     }
 
@@ -63,12 +69,12 @@ public record IdempotencyOptions(Duration ttl, Duration waitTime, WhileRunning w
     }
 
     /** These options with a request fingerprint. */
-    public IdempotencyOptions withFingerprint(Object fingerprint) {
+    public IdempotencyOptions withFingerprint(@Nullable Object fingerprint) {
         return new IdempotencyOptions(ttl, waitTime, whileRunning, storeFailureFor, fingerprint, name);
     }
 
     /** These options with another {@link #name()}. */
-    public IdempotencyOptions withName(String name) {
+    public IdempotencyOptions withName(@Nullable String name) {
         return new IdempotencyOptions(ttl, waitTime, whileRunning, storeFailureFor, fingerprint, name);
     }
 

@@ -2,6 +2,8 @@ package io.github.distlock.idempotent;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where {@link IdempotencyTemplate} keeps its "done" marks: a key/value store whose values expire. The Redis one
  * ({@link RedissonIdempotencyStore}) is configured when a {@code RedissonClient} bean exists; declare a bean of this
@@ -19,7 +21,7 @@ import java.time.Duration;
 public interface IdempotencyStore {
 
     /** The mark stored under {@code key}, or {@code null} when there is none (never written, expired or deleted). */
-    String get(String key);
+    @Nullable String get(String key);
 
     /** Stores {@code mark} under {@code key}, replacing any, to expire {@code ttl} from now. */
     void put(String key, String mark, Duration ttl);

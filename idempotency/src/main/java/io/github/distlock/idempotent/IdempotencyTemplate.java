@@ -17,6 +17,7 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.core.ResolvableType;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JavaType;
@@ -134,8 +135,8 @@ public class IdempotencyTemplate {
      * Runs {@code callback} unless a call with {@code key} succeeded within the last {@code ttl}, in which case its
      * result is returned instead; a duplicate arriving while the first call runs waits for it.
      */
-    public <T, E extends Throwable> T execute(String key, Duration ttl, Class<T> resultType, LockCallback<T, E> callback)
-            throws E {
+    public <T extends @Nullable Object, E extends Throwable> T execute(String key, Duration ttl, Class<T> resultType,
+            LockCallback<T, E> callback) throws E {
         return execute(key, IdempotencyOptions.ttl(ttl), ResolvableType.forClass(resultType), callback);
     }
 
@@ -161,8 +162,8 @@ public class IdempotencyTemplate {
      * in it (a store that {@linkplain IdempotencyStore#joinsTransactions() joins transactions}): thrown so that the
      * transaction rolls back the work with it (its commit fails too, should the caller catch this)
      */
-    public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
-            LockCallback<T, E> callback) throws E {
+    public <T extends @Nullable Object, E extends Throwable> T execute(String key, IdempotencyOptions options,
+            ResolvableType resultType, LockCallback<T, E> callback) throws E {
         return execute(key, options, resultType, true, callback);
     }
 
@@ -174,8 +175,8 @@ public class IdempotencyTemplate {
      * whatever the caller's transaction does: its own transaction ({@code REQUIRES_NEW}) or none
      * ({@code NOT_SUPPORTED}); its mark is then written when it returns, not when the caller's transaction commits
      */
-    public <T, E extends Throwable> T execute(String key, IdempotencyOptions options, ResolvableType resultType,
-            boolean joinsCallerTransaction, LockCallback<T, E> callback) throws E {
+    public <T extends @Nullable Object, E extends Throwable> T execute(String key, IdempotencyOptions options,
+            ResolvableType resultType, boolean joinsCallerTransaction, LockCallback<T, E> callback) throws E {
         if (key == null || key.isBlank()) {
             throw new IllegalArgumentException("idempotency key must not be " + (key == null ? "null" : "blank"));
         }

@@ -3,6 +3,7 @@ package io.github.distlock.idempotent;
 import java.time.Duration;
 
 import io.github.distlock.spi.LockDurations;
+import org.jspecify.annotations.Nullable;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 
@@ -19,7 +20,7 @@ public final class RedissonIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
-    public String get(String key) {
+    public @Nullable String get(String key) {
         return redisson.<String>getBucket(key, StringCodec.INSTANCE).get();
     }
 

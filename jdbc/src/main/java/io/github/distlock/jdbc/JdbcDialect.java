@@ -12,6 +12,8 @@ import java.sql.SQLTransientConnectionException;
 import java.util.Locale;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The SQL that differs between databases: the database's clock, and how an acquisition that races another one for the
  * same new key reads as "held" instead of failing with a duplicate key.
@@ -30,7 +32,7 @@ enum JdbcDialect {
      */
     POSTGRESQL("postgresql", "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)") {
         @Override
-        Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
+        @Nullable Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
             String now = now();
             String sql = "INSERT INTO " + table + " AS l (lock_key, owner, instance, expires_at, token) VALUES (?, ?, ?, "
                     + now + " + ?, " + now + ") ON CONFLICT (lock_key) DO UPDATE SET owner = EXCLUDED.owner, "
@@ -55,7 +57,7 @@ enum JdbcDialect {
      */
     MYSQL("mysql", "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))") {
         @Override
-        Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
+        @Nullable Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
             if (takeOver(connection, table, grant)) {
                 return tokenOfTaken(connection, table, grant);
             }
@@ -77,7 +79,7 @@ enum JdbcDialect {
      */
     H2("h2", "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000000 AS BIGINT)") {
         @Override
-        Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
+        @Nullable Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException {
             if (takeOver(connection, table, grant)) {
                 return tokenOfTaken(connection, table, grant);
             }
@@ -124,7 +126,7 @@ enum JdbcDialect {
      * @return the fencing token (or {@link #NO_TOKEN} when the grant is unfenced and the dialect did not read one) when
      * acquired, {@code null} when another owner holds the key
      */
-    abstract Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException;
+    abstract @Nullable Long tryAcquire(Connection connection, String table, Grant grant) throws SQLException;
 
     /**
      * The renewal of every live row of an instance by a lease from the database's now, leaving out the rows of
@@ -176,7 +178,7 @@ enum JdbcDialect {
     }
 
     /** The token of the row {@code grant} just took; {@code null} when the lease already ran out. */
-    Long token(Connection connection, String table, Grant grant) throws SQLException {
+    @Nullable Long token(Connection connection, String table, Grant grant) throws SQLException {
         try (PreparedStatement statement = connection.prepareStatement(
                 "SELECT token FROM " + table + " WHERE lock_key = ? AND owner = ?")) {
             statement.setString(1, grant.key());
@@ -271,7 +273,7 @@ enum JdbcDialect {
      * @param leaseMicros how long after the database's now the lock expires
      * @param fenced whether the token must be read
      */
-    record Grant(String key, String owner, String instance, long leaseMicros, boolean fenced) {
+    record Grant(String key, String owner, @Nullable String instance, long leaseMicros, boolean fenced) {
 
         /** Binds key, owner, instance and lease, in that order, from {@code index} on. */
         void bind(PreparedStatement statement, int index) throws SQLException {

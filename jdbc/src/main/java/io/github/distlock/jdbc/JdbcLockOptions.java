@@ -13,7 +13,7 @@ import io.github.distlock.spi.LockDurations;
  *
  * @param tableName the lock table, optionally schema-qualified ({@code locks.distlock_lock}); letters, digits and
  * underscores only, so that it can be put into SQL as it is (unquoted); the table's own name at most
- * {@value #MAX_TABLE_NAME_LENGTH} characters (its index is named {@code <table>_instance}, which must fit the 63
+ * {@link #MAX_TABLE_NAME_LENGTH} (54) characters (its index is named {@code <table>_instance}, which must fit the 63
  * characters of a PostgreSQL identifier and the 64 of MySQL's), the schema's at most 63; no common SQL reserved word
  * ({@code order}, {@code user}, {@code lock}, ...), which would need quoting
  * @param watchdogTimeout how long a watchdog lock outlives a holder that stopped renewing it; renewed every third of it

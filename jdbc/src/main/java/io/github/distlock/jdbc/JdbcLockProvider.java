@@ -32,6 +32,7 @@ import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 
 /**
@@ -214,7 +215,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<LockHandle> acquire(LockRequest request) {
+    public CompletableFuture<@Nullable LockHandle> acquire(LockRequest request) {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("The jdbc lock backend takes REENTRANT locks only, not " + request.type()
                     + " (one row per key has no queue for FAIR nor room for several READ holders)");

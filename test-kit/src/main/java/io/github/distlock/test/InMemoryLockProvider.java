@@ -25,6 +25,7 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link LockProvider} that keeps its locks in this JVM, for users' tests that should run without Redis. It has the
@@ -137,7 +138,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<LockHandle> acquire(LockRequest request) {
+    public CompletableFuture<@Nullable LockHandle> acquire(LockRequest request) {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("In-memory locks of type READ cannot be fenced: readers take no token");
         }

@@ -12,6 +12,7 @@ import java.util.function.Predicate;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockType;
 import io.github.distlock.NestedLockException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Generated lock calls and the reference model of what each must do, for
@@ -76,8 +77,8 @@ public final class LockCallModel {
      * @param leaseTime the lease, {@code null} for the template's default (the watchdog in the suite)
      * @param holdAtLeast the minimum hold, {@code null} for none
      */
-    public record Opts(LockType type, boolean fenced, int permits, Duration waitTime, Duration leaseTime,
-            Duration holdAtLeast) {
+    public record Opts(LockType type, boolean fenced, int permits, @Nullable Duration waitTime,
+            @Nullable Duration leaseTime, @Nullable Duration holdAtLeast) {
 
         /** The defaults every shrink moves toward. */
         public static final Opts DEFAULT = new Opts(LockType.REENTRANT, false, 1, null, null, null);
@@ -175,7 +176,7 @@ public final class LockCallModel {
      * @param contender the call of the second instance that holds its keys while the nest runs, or {@code null}
      * @param nest this instance's calls, each nested in the one before
      */
-    public record Case(Call contender, List<Call> nest) {
+    public record Case(@Nullable Call contender, List<Call> nest) {
 
         /** The case as Java, to paste into a regression test. */
         public String java() {

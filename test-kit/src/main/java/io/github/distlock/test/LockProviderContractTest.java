@@ -20,6 +20,7 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -183,7 +184,7 @@ public abstract class LockProviderContractTest {
     }
 
     /** Starts an acquisition; a lock it brings is released after the test if the test left it held. */
-    protected final CompletableFuture<LockHandle> acquireAsync(LockRequest request) {
+    protected final CompletableFuture<@Nullable LockHandle> acquireAsync(LockRequest request) {
         CompletableFuture<LockHandle> future = provider.acquire(request);
         future.whenComplete((handle, failure) -> {
             if (handle != null) {
@@ -194,7 +195,7 @@ public abstract class LockProviderContractTest {
     }
 
     /** Acquires and waits for the outcome: the handle, or {@code null} when not acquired. */
-    protected final LockHandle acquire(LockRequest request) {
+    protected final @Nullable LockHandle acquire(LockRequest request) {
         CompletableFuture<LockHandle> future = acquireAsync(request);
         try {
             return future.get(Duration.ofNanos(request.waitNanos()).plus(slack()).toMillis(), TimeUnit.MILLISECONDS);
@@ -220,7 +221,7 @@ public abstract class LockProviderContractTest {
     }
 
     /** One try by a new owner, watchdog lease: the handle, or {@code null}. */
-    protected final LockHandle tryOnce(String key, LockType type) {
+    protected final @Nullable LockHandle tryOnce(String key, LockType type) {
         return acquire(request(key, Duration.ZERO, Duration.ZERO, type, false));
     }
 
@@ -688,7 +689,7 @@ public abstract class LockProviderContractTest {
     }
 
     /** What one try got: a handle, {@code null} when the lock was held, or refused as a reserved name. */
-    private record Try(LockHandle handle, boolean refused) {
+    private record Try(@Nullable LockHandle handle, boolean refused) {
     }
 
     /** REENTRANT and FAIR form one family, READ and WRITE another (see {@link LockType}). */

@@ -35,6 +35,7 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -310,7 +311,7 @@ public abstract class LockTemplateContractTest {
         List<CompletableFuture<LockHandle>> asked = new CopyOnWriteArrayList<>();
         LockProvider recording = new LockProvider() {
             @Override
-            public CompletableFuture<LockHandle> acquire(LockRequest request) {
+            public CompletableFuture<@Nullable LockHandle> acquire(LockRequest request) {
                 CompletableFuture<LockHandle> acquisition = provider.acquire(request);
                 asked.add(acquisition);
                 return acquisition;

@@ -37,6 +37,7 @@ import io.github.distlock.test.LockCallModel.Contender;
 import io.github.distlock.test.LockCallModel.Hold;
 import io.github.distlock.test.LockCallModel.Outcome;
 import io.github.distlock.test.LockCallModel.Shape;
+import org.jspecify.annotations.Nullable;
 import org.springframework.util.ClassUtils;
 
 /**
@@ -82,7 +83,7 @@ final class ModelRunner implements AutoCloseable {
     }
 
     /** Runs {@code c} on keys of its own; {@code null} when all went as the model says, else what did not. */
-    String run(Case c) {
+    @Nullable String run(Case c) {
         String run = "m" + runs.incrementAndGet() + ":";
         synchronized (this) {
             holders.clear();
@@ -392,7 +393,7 @@ final class ModelRunner implements AutoCloseable {
     }
 
     /** The outcome {@code observed} stands for, or {@code null} (and a report) when it is none the model knows. */
-    private Outcome classify(Object observed, Call call, String run, List<String> report) {
+    private @Nullable Outcome classify(Object observed, Call call, String run, List<String> report) {
         if (observed instanceof Outcome outcome) {
             return outcome;
         }

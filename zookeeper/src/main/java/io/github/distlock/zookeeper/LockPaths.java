@@ -5,6 +5,7 @@ import java.util.List;
 
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.common.PathUtils;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where a lock key lives in ZooKeeper, and how its lock nodes are named and ordered.
@@ -113,7 +114,7 @@ final class LockPaths {
      *
      * @param sorted {@link #sortedLockNodes} of the lock path, {@code ours} among them
      */
-    static String blocker(List<String> sorted, String ours, boolean exclusive) {
+    static @Nullable String blocker(List<String> sorted, String ours, boolean exclusive) {
         int index = sorted.indexOf(ours);
         if (index < 0) {
             throw new IllegalArgumentException(ours + " is not among " + sorted);

@@ -26,6 +26,7 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.common.PathUtils;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Locks in ZooKeeper: the ZooKeeper lock recipe (an ephemeral sequential node per acquisition under the key's node;
@@ -138,7 +139,7 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<LockHandle> acquire(LockRequest request) {
+    public CompletableFuture<@Nullable LockHandle> acquire(LockRequest request) {
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("ZooKeeper locks of type READ cannot be fenced: readers take no token");
         }

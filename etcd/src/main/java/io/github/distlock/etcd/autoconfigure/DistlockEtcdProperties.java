@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.github.distlock.etcd.EtcdLockProvider;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -26,10 +27,10 @@ public class DistlockEtcdProperties {
     private List<String> endpoints = new ArrayList<>();
 
     /** User name, when etcd's authentication is on. */
-    private String user;
+    private @Nullable String user;
 
     /** Password of {@link #user}. */
-    private String password;
+    private @Nullable String password;
 
     /** Prefix of every lock key in etcd. */
     private String namespace = DEFAULT_NAMESPACE;
@@ -62,19 +63,19 @@ public class DistlockEtcdProperties {
         return endpoint.trim();
     }
 
-    public String getUser() {
+    public @Nullable String getUser() {
         return user;
     }
 
-    public void setUser(String user) {
+    public void setUser(@Nullable String user) {
         this.user = user;
     }
 
-    public String getPassword() {
+    public @Nullable String getPassword() {
         return password;
     }
 
-    public void setPassword(String password) {
+    public void setPassword(@Nullable String password) {
         this.password = password;
     }
 

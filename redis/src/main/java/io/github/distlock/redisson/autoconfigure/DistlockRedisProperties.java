@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import io.github.distlock.spi.LockDurations;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -22,10 +23,10 @@ public class DistlockRedisProperties {
      * Redis was fine; Redisson's defaults did not. Lower it for fail-fast only if your bursts stay well below
      * the connection pool.
      */
-    private Integer retryAttempts;
+    private @Nullable Integer retryAttempts;
 
     /** Pause between those attempts; unset: Redisson's default (1-2 s, jittered). */
-    private Duration retryDelay;
+    private @Nullable Duration retryDelay;
 
     /**
      * Whether the application must reach Redis to start. False (the default): the client connects on first use and
@@ -34,22 +35,22 @@ public class DistlockRedisProperties {
      */
     private boolean requireAtStartup = false;
 
-    public Integer getRetryAttempts() {
+    public @Nullable Integer getRetryAttempts() {
         return retryAttempts;
     }
 
-    public void setRetryAttempts(Integer retryAttempts) {
+    public void setRetryAttempts(@Nullable Integer retryAttempts) {
         if (retryAttempts != null && retryAttempts < 0) {
             throw new IllegalArgumentException("distlock.redis.retry-attempts must be 0 or more, was " + retryAttempts);
         }
         this.retryAttempts = retryAttempts;
     }
 
-    public Duration getRetryDelay() {
+    public @Nullable Duration getRetryDelay() {
         return retryDelay;
     }
 
-    public void setRetryDelay(Duration retryDelay) {
+    public void setRetryDelay(@Nullable Duration retryDelay) {
         // Redisson counts the delay in milliseconds and waits it between attempts of every command: bounded so that
         // neither its conversion nor a call's wait can overflow
         this.retryDelay = (retryDelay != null) ? LockDurations.checkedBetween("distlock.redis.retry-delay",

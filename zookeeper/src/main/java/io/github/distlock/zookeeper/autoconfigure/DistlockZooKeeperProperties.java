@@ -5,6 +5,7 @@ import java.time.Duration;
 import io.github.distlock.spi.LockDurations;
 
 import io.github.distlock.zookeeper.ZooKeeperLockProvider;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -25,7 +26,7 @@ public class DistlockZooKeeperProperties {
      * ({@code .../apps}). Setting it configures the ZooKeeper backend; ignored (with a warning) when the application
      * has a CuratorFramework bean, which is used instead.
      */
-    private String connectString;
+    private @Nullable String connectString;
 
     /**
      * The ZooKeeper session timeout, which is how long the lock of a holder that died (or was cut off) lives on:
@@ -33,7 +34,7 @@ public class DistlockZooKeeperProperties {
      * the same on every backend; at least 1 s either way. The server bounds it (by default 2 to 20 ticks: 4 s to 40 s); the granted value is
      * logged when it differs.
      */
-    private Duration sessionTimeout;
+    private @Nullable Duration sessionTimeout;
 
     /**
      * The shortest session timeout taken: a client given less cannot connect in time (servers grant at least two
@@ -47,22 +48,22 @@ public class DistlockZooKeeperProperties {
     /** The node under which every lock key has its node. A container: ZooKeeper removes it when unused. */
     private String basePath = DEFAULT_BASE_PATH;
 
-    public String getConnectString() {
+    public @Nullable String getConnectString() {
         return connectString;
     }
 
-    public void setConnectString(String connectString) {
+    public void setConnectString(@Nullable String connectString) {
         if (connectString != null && connectString.isBlank()) {
             throw new IllegalArgumentException("distlock.zookeeper.connect-string must not be blank: host:port[,host:port...]");
         }
         this.connectString = connectString;
     }
 
-    public Duration getSessionTimeout() {
+    public @Nullable Duration getSessionTimeout() {
         return sessionTimeout;
     }
 
-    public void setSessionTimeout(Duration sessionTimeout) {
+    public void setSessionTimeout(@Nullable Duration sessionTimeout) {
         // ZooKeeper counts it in an int of milliseconds (toMillis() itself throws for the largest durations); below
         // MIN_SESSION_TIMEOUT the client gives up connecting (it allows session timeout / servers for it) before any
         // server answers, and every lock call fails with a connection loss

@@ -1,0 +1,10 @@
+/**
+ * For tests: the contract suites every lock provider must pass
+ * ({@link io.github.distlock.test.LockProviderContractTest}, {@link io.github.distlock.test.LockTemplateContractTest},
+ * {@link io.github.distlock.test.LockFuzzer}), an in-memory provider for an application's tests without a lock server
+ * ({@link io.github.distlock.test.AutoConfigureInMemoryLocks}), and {@link io.github.distlock.test.LockAssert}.
+ */
+@NullMarked
+package io.github.distlock.test;
+
+import org.jspecify.annotations.NullMarked;
