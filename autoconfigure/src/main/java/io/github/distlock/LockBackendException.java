@@ -1,8 +1,9 @@
 package io.github.distlock;
 
 /**
- * The lock service (Redis) could not be asked for the lock: it is unreachable, timed out or refused the command. The
- * guarded code did not run. Usually transient: a web application maps it to 503 rather than 409.
+ * The lock backend (Redis, the database, ZooKeeper, etcd) could not be asked for the lock: it is unreachable, timed
+ * out or refused the command. The guarded code did not run. Usually transient: a web application maps it to 503
+ * rather than 409.
  */
 public class LockBackendException extends DistributedLockException {
 

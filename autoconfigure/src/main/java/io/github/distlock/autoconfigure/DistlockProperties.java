@@ -29,7 +29,7 @@ public class DistlockProperties {
     private @Nullable String backend;
 
     /**
-     * Prefix of every lock's Redis key: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
+     * Prefix of every lock's key in the backend: the key of @DistributedLock(key = "'order:' + #id") with id 42 is
      * "lock:order:42".
      */
     private String keyPrefix = "lock:";
