@@ -13,13 +13,6 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.kv.TxnResponse;
-import io.etcd.jetcd.op.Cmp;
-import io.etcd.jetcd.op.CmpTarget;
-import io.etcd.jetcd.op.Op;
-import io.etcd.jetcd.options.DeleteOption;
-import io.etcd.jetcd.options.GetOption;
-import io.etcd.jetcd.options.PutOption;
-import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
@@ -47,7 +40,7 @@ final class EtcdLockHandle implements LockHandle {
     private final long createRevision;
     private final long leaseId;
     /** The shared session lease of a watchdog lock; null for a fixed lease, which has a lease of its own. */
-    final EtcdLockProvider.Session session;
+    final EtcdSession session;
     private final AtomicInteger state = new AtomicInteger(HELD);
     private final AtomicBoolean releaseCalled = new AtomicBoolean();
     private final AtomicBoolean lossReported = new AtomicBoolean();
@@ -58,7 +51,7 @@ final class EtcdLockHandle implements LockHandle {
     private volatile Consumer<String> lostCallback;
 
     EtcdLockHandle(EtcdLockProvider provider, LockRequest request, ByteSequence entry, long createRevision, long leaseId,
-            EtcdLockProvider.Session session, long fencingToken) {
+            EtcdSession session, long fencingToken) {
         this.provider = provider;
         this.request = request;
         this.entry = entry;
@@ -73,8 +66,7 @@ final class EtcdLockHandle implements LockHandle {
         if (!request.watchdog()) {
             leaseEnd = provider.schedule(this::leaseRanOut, request.leaseNanos());
         }
-        WatchOption deletions = WatchOption.builder().withRevision(fromRevision + 1).withNoPut(true).build();
-        Watch.Watcher next = provider.watches().watch(entry, deletions, Watch.listener(response -> {
+        Watch.Watcher next = provider.repository().watchDeletion(entry, fromRevision + 1, Watch.listener(response -> {
             if (response.getEvents().stream().anyMatch(event -> event.getEventType() == WatchEvent.EventType.DELETE)) {
                 lost("its etcd key " + key() + " was deleted behind its holder's back (its lease expired, or someone "
                         + "deleted it)");
@@ -91,7 +83,7 @@ final class EtcdLockHandle implements LockHandle {
         if (state.get() != HELD) {
             return;
         }
-        provider.kv().get(entry).whenComplete((answer, failure) -> {
+        provider.repository().get(entry).whenComplete((answer, failure) -> {
             if (failure == null && !isOurs(answer.getKvs())) {
                 lost("its etcd key " + key() + " is gone (its lease expired, or someone deleted it)");
             }
@@ -110,10 +102,6 @@ final class EtcdLockHandle implements LockHandle {
         return entry.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
-    private Cmp stillOurs() {
-        return new Cmp(entry, Cmp.Op.EQUAL, CmpTarget.createRevision(createRevision));
-    }
-
     private void leaseRanOut() {
         if (state.compareAndSet(HELD, EXPIRED)) {
             provider.forget(this);
@@ -123,13 +111,12 @@ final class EtcdLockHandle implements LockHandle {
     }
 
     private CompletableFuture<Boolean> deleteIfOurs() {
-        return provider.kv().txn().If(stillOurs()).Then(Op.delete(entry, DeleteOption.DEFAULT)).commit()
-                .thenApply(TxnResponse::isSucceeded);
+        return provider.repository().deleteIfOurs(entry, createRevision).thenApply(TxnResponse::isSucceeded);
     }
 
     private void revokeLease() {
         if (session == null) {
-            provider.leases().revoke(leaseId).exceptionally(failure -> null);
+            provider.repository().revoke(leaseId).exceptionally(failure -> null);
         }
     }
 
@@ -147,8 +134,7 @@ final class EtcdLockHandle implements LockHandle {
         if (state.get() != HELD) {
             return -1;
         }
-        TxnResponse answer = join(provider.kv().txn().If(stillOurs())
-                .Then(Op.put(entry, ByteSequence.EMPTY, PutOption.builder().withLeaseId(leaseId).build())).commit());
+        TxnResponse answer = join(provider.repository().putIfOurs(entry, createRevision, leaseId));
         if (!answer.isSucceeded()) {
             lost("its etcd key " + key() + " is gone (its lease expired, or someone deleted it)");
             return -1;
@@ -221,7 +207,7 @@ final class EtcdLockHandle implements LockHandle {
         if (state.get() != HELD) {
             return false;
         }
-        if (!isOurs(join(provider.kv().get(entry, GetOption.DEFAULT)).getKvs())) {
+        if (!isOurs(join(provider.repository().get(entry)).getKvs())) {
             lost("its etcd key " + key() + " is gone (its lease expired, or someone deleted it)");
             return false;
         }

@@ -1,0 +1,17 @@
+package io.github.distlock.jdbc;
+
+import java.util.concurrent.ExecutorService;
+
+/**
+ * What one provider's acquisitions and handles share: its table's statements, its threads, its watchdog, its
+ * give-backs, and the threads that run loss reports.
+ *
+ * @param repository the lock table's statements
+ * @param workers the threads every statement runs on
+ * @param watchdog the renewal of watchdog locks
+ * @param giveBack the background release of rows left held by a failure
+ * @param callbacks runs loss reports: a callback that blocks must not hold up renewals
+ */
+record JdbcLockServices(JdbcLockRepository repository, JdbcWorkers workers, JdbcWatchdog watchdog,
+        JdbcGiveBack giveBack, ExecutorService callbacks) {
+}
