@@ -541,7 +541,7 @@ public abstract class LockProviderContractTest {
         await().atMost(wait.plus(slack())).until(() -> System.nanoTime() - waitOver > 0 && isFree(key, type));
     }
 
-    // ---------------------------------------------------------------- lock types
+    // ---------------------------------------------------------------- lock types: exclusion within and across types
 
     /** Each declared type excludes (or, READ, shares with) a second holder of its own type. */
     @ParameterizedTest(name = "{0}")
@@ -593,6 +593,8 @@ public abstract class LockProviderContractTest {
         assertThat(overlaps).as("locks of one key, different types (LockType: one family excludes, no family corrupts another)")
                 .isEmpty();
     }
+
+    // ---------------------------------------------------------------- key names
 
     /**
      * A key named like another key's companion (a backend's read/write hash, queue, permits or token counter — names
@@ -697,6 +699,8 @@ public abstract class LockProviderContractTest {
         return (type == LockType.READ || type == LockType.WRITE) ? 1 : 0;
     }
 
+    // ---------------------------------------------------------------- FAIR order
+
     /** FAIR waiters get the lock in the order they arrived. */
     @Test
     protected void fairWaitersAreServedInArrivalOrder() throws Exception {
@@ -754,6 +758,8 @@ public abstract class LockProviderContractTest {
         await().atMost(slack()).until(() -> isFree(key, LockType.FAIR));
     }
 
+    // ---------------------------------------------------------------- closing keys
+
     /**
      * Closing a key fails every queued FAIR waiter at once (not after its wait) and every newcomer, with the reason;
      * the holder keeps the lock and releases it normally; reopened, the key locks again.
@@ -792,6 +798,8 @@ public abstract class LockProviderContractTest {
         assertThat(again).as("after reopening").isNotNull();
         assertThat(again.release()).isTrue();
     }
+
+    // ---------------------------------------------------------------- permits
 
     /**
      * {@code permits = 3}: three owners at once and never a fourth (a fuzz of 8 threads, each holding a moment), a
@@ -847,6 +855,8 @@ public abstract class LockProviderContractTest {
         return new LockRequest(key, wait.toNanos(), 0, false, LockType.REENTRANT, LockOwner.next(), permits);
     }
 
+    // ---------------------------------------------------------------- READ and WRITE
+
     /** READ locks share; a WRITE lock waits for every reader and then excludes readers and writers. */
     @Test
     protected void readersShareWritersExcludeAndAWaitingWriterGetsIn() throws Exception {
@@ -869,6 +879,8 @@ public abstract class LockProviderContractTest {
         assertThat(writing.release()).isTrue();
         assertThat(isFree(key, LockType.READ)).isTrue();
     }
+
+    // ---------------------------------------------------------------- undeclared types and fencing
 
     /** A type (or fencing) the provider does not declare is refused with an IllegalArgumentException naming it. */
     @Test
