@@ -1,6 +1,6 @@
 package io.github.distlock.sample;
 
-import io.github.distlock.idempotent.Idempotent;
+import io.github.distlock.idempotency.Idempotent;
 import org.springframework.stereotype.Service;
 
 /**
@@ -21,7 +21,7 @@ public class IdempotentOrderService {
      * Places the order once per key. A retry that arrives while the first request still runs waits for it (up to
      * {@code distlock.idempotency.wait-time}) and gets its order: a client that timed out and retried sees a 201, not a
      * 409. The same key with another body fails with
-     * {@link io.github.distlock.idempotent.IdempotencyKeyReusedException} (422). A request that failed (sold out, say)
+     * {@link io.github.distlock.idempotency.IdempotencyKeyReusedException} (422). A request that failed (sold out, say)
      * stores nothing: its retry runs again.
      *
      * <p>A key is the user's: the same key from another user is another request (the draft leaves keys to the

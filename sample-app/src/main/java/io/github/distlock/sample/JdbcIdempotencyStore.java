@@ -5,7 +5,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 
-import io.github.distlock.idempotent.IdempotencyStore;
+import io.github.distlock.idempotency.IdempotencyStore;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.stereotype.Component;
