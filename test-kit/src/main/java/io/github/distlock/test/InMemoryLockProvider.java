@@ -20,7 +20,7 @@ import org.jspecify.annotations.Nullable;
  * A {@link LockProvider} that keeps its locks in this JVM, for users' tests that should run without Redis. It has the
  * semantics the {@link LockProviderContractTest contract suite} checks (and passes it):
  * <ul>
- * <li>one owner per request ({@link LockOwner}): a second request for a held key waits or fails, whoever sends it;</li>
+ * <li>one owner per request ({@link io.github.distlock.spi.LockOwner}): a second request for a held key waits or fails, whoever sends it;</li>
  * <li>a fixed lease expires by the clock ({@link System#nanoTime()}), whether or not the holder still runs;</li>
  * <li>a watchdog lease ({@link LockRequest#watchdog()}) lasts while its holder lives: in one JVM renewal cannot fail, so
  * it only ends by release, by {@link #expire(String)}, or one watchdog timeout after {@link #abandon(LockHandle)};</li>
