@@ -57,7 +57,7 @@ class PropertyReferenceMatchesTheConfigurationMetadataTest {
 
     /** Every property of ours in every metadata file on the class path, by name (first description wins). */
     @SuppressWarnings("unchecked")
-    private static Collection<Map<String, Object>> readProperties() throws IOException {
+    static Collection<Map<String, Object>> readProperties() throws IOException {
         JsonMapper json = JsonMapper.builder().build();
         Map<String, Map<String, Object>> byName = new TreeMap<>();
         Enumeration<URL> files = PropertyReferenceMatchesTheConfigurationMetadataTest.class.getClassLoader()
@@ -151,7 +151,7 @@ class PropertyReferenceMatchesTheConfigurationMetadataTest {
     }
 
     /** The clone's root (where docs/ is), from the module directory Maven runs the test in. */
-    private static Path repositoryRoot() {
+    static Path repositoryRoot() {
         Path dir = Path.of("").toAbsolutePath();
         for (Path candidate = dir; candidate != null; candidate = candidate.getParent()) {
             if (Files.isDirectory(candidate.resolve("docs")) && Files.exists(candidate.resolve("mvnw"))) {
