@@ -21,6 +21,9 @@ final class JdbcLockHandle implements LockHandle {
     private static final int RELEASING = 1;
     private static final int LOSS_REPORTED = 2;
 
+    /** How often a release that lost a race for its row (a deadlock victim) is sent before the give-back takes over. */
+    static final int CONFLICT_TRIES = 3;
+
     private final JdbcLockServices services;
     final String key;
     final String owner;
@@ -98,28 +101,46 @@ final class JdbcLockHandle implements LockHandle {
         state.compareAndSet(HELD, RELEASING);
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         Runnable release = () -> {
-            try {
-                result.complete(services.repository().releaseRow(key, owner));
-            }
-            catch (SQLException | RuntimeException ex) {
-                if (!(ex instanceof SQLException sql) || JdbcDialect.isOutcomeUnknown(sql)
-                        || JdbcDialect.isConflict(sql)) {
-                    // may or may not have freed it, or may succeed if tried again: keeps trying in the background
-                    services.giveBack().giveBack(key, owner,
-                            watchdog ? services.watchdog().watchdogNanos() : leaseNanos, watchdog);
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    result.complete(services.repository().releaseRow(key, owner));
+                    return;
                 }
-                else if (watchdog) {
-                    // the database's definite answer, which a retry would get again: the row stays held until
-                    // it expires, so it must not be renewed with the instance's others
-                    services.watchdog().unrenew(owner, System.nanoTime());
+                catch (SQLException ex) {
+                    // a deadlock or serialization victim changed nothing (autocommit), and the DELETE removes this
+                    // owner's row only: tried again at once, so that a release that lost a race with another
+                    // caller's INSERT (InnoDB's gap locks on the key) still answers its caller with the outcome
+                    if (attempt < CONFLICT_TRIES && !JdbcDialect.isOutcomeUnknown(ex) && JdbcDialect.isConflict(ex)) {
+                        continue;
+                    }
+                    failed(result, ex);
+                    return;
                 }
-                result.completeExceptionally(new JdbcLockException("Releasing lock '" + key + "' in table "
-                        + services.repository().table() + " failed", ex));
+                catch (RuntimeException ex) {
+                    failed(result, ex);
+                    return;
+                }
             }
         };
         // closed: on a thread of its own rather than leave the row held until it expires
         services.workers().execute(release);
         return result;
+    }
+
+    private void failed(CompletableFuture<Boolean> result, Exception ex) {
+        if (!(ex instanceof SQLException sql) || JdbcDialect.isOutcomeUnknown(sql)
+                || JdbcDialect.isConflict(sql)) {
+            // may or may not have freed it, or may succeed if tried again: keeps trying in the background
+            services.giveBack().giveBack(key, owner,
+                    watchdog ? services.watchdog().watchdogNanos() : leaseNanos, watchdog);
+        }
+        else if (watchdog) {
+            // the database's definite answer, which a retry would get again: the row stays held until
+            // it expires, so it must not be renewed with the instance's others
+            services.watchdog().unrenew(owner, System.nanoTime());
+        }
+        result.completeExceptionally(new JdbcLockException("Releasing lock '" + key + "' in table "
+                + services.repository().table() + " failed", ex));
     }
 
     void reportLost(String reason) {
