@@ -11,8 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * What the README promises for input the shop cannot take, over real HTTP to the sample running in this JVM: a
- * decimal where a whole number belongs and a field the request does not have are each a 400 problem detail naming
- * the field, never a silently changed order.
+ * decimal where a whole number belongs, a field the request does not have, and an {@code Idempotency-Key} too long
+ * for the app or for Tomcat are each a 400 problem detail, never a silently changed order or an HTML page.
  */
 class RequestInputTest {
 
@@ -79,6 +79,36 @@ class RequestInputTest {
         assertThat(health.status()).isEqualTo(200);
         assertThat(app.context().getBean(tools.jackson.databind.json.JsonMapper.class).isEnabled(
                 tools.jackson.databind.DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)).isFalse();
+    }
+
+    @Test
+    void aTwentyKilobyteIdempotencyKeyIsA400NamingTheHeader() {
+        long productId = newProduct(5);
+        ShopClient.Response response = client.post(app.baseUrl() + "/api/orders",
+                "{\"userId\":43,\"productId\":" + productId + ",\"quantity\":1}", "Idempotency-Key",
+                "\"" + "k".repeat(20 * 1024) + "\"");
+
+        assertProblem(response, 400, "invalid-request", "The request has an invalid header.");
+        assertThat(errors(response)).containsExactly(Map.entry("Idempotency-Key", "must be at most 255 characters"));
+        assertThat(ordersOf(productId)).isZero();
+
+        // the longest key taken: 255 characters
+        ShopClient.Response longest = client.post(app.baseUrl() + "/api/orders",
+                "{\"userId\":43,\"productId\":" + productId + ",\"quantity\":1}", "Idempotency-Key",
+                "\"" + "k".repeat(255) + "\"");
+        assertThat(longest.status()).isEqualTo(201);
+    }
+
+    @Test
+    void headersBeyondWhatTomcatReadsAreStillAProblemDetail() {
+        ShopClient.Response response = client.post(app.baseUrl() + "/api/orders",
+                "{\"userId\":44,\"productId\":1,\"quantity\":1}", "Idempotency-Key",
+                "\"" + "k".repeat(64 * 1024) + "\"");
+
+        assertProblem(response, 400, "invalid-request", "The server refused the request before reading it "
+                + "(request headers larger than it accepts, or a malformed request).");
+        assertThat(response.json().path("title").asString()).isEqualTo("Bad Request");
+        assertThat(response.body()).doesNotContain("<html", "Tomcat");
     }
 
     private static void assertProblem(ShopClient.Response response, int status, String type, String detail) {
