@@ -8,6 +8,7 @@ import java.lang.reflect.RecordComponent;
 import java.lang.reflect.Type;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Map;
 import java.util.Optional;
@@ -30,6 +31,7 @@ import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DatabindException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.exc.MismatchedInputException;
+import tools.jackson.databind.exc.UnrecognizedPropertyException;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -39,8 +41,9 @@ import tools.jackson.databind.json.JsonMapper;
  * runs: on its own the answer could name one field at most. So this advice keeps the body of every request read into
  * a record (up to {@value #MAX_KEPT} bytes; bigger bodies pass through unkept), and when reading fails,
  * {@link #errors} converts and validates the fields one by one: a field that cannot be converted is named with the
- * kind of value expected, a readable one with what its constraints say. The JSON names are assumed to be the record
- * components' names, which holds for this application's requests.
+ * kind of value expected, a readable one with what its constraints say, and a field the record does not have as
+ * such. The bodies are read strictly ({@link StrictRequestBodies}), and so are the fields here. The JSON names are
+ * assumed to be the record components' names, which holds for this application's requests.
  */
 @ControllerAdvice
 public class RequestBodyFields extends RequestBodyAdviceAdapter {
@@ -53,16 +56,20 @@ public class RequestBodyFields extends RequestBodyAdviceAdapter {
     private final JsonMapper json;
     private final Validator validator;
 
-    RequestBodyFields(JsonMapper json, Validator validator) {
-        this.json = json;
+    RequestBodyFields(StrictRequestBodies.StrictMapper strict, Validator validator) {
+        // the mapper that read the body (strict for this API's records), so a field fails here as it failed there
+        this.json = strict.mapper();
         this.validator = validator;
     }
 
-    /** Kept bodies are those read into records: every request body of this API. */
+    /**
+     * Kept bodies are those of this API's request records: the ones read strictly, so that the fields are checked
+     * here as they were read.
+     */
     @Override
     public boolean supports(MethodParameter parameter, Type targetType,
             Class<? extends HttpMessageConverter<?>> converterType) {
-        return targetType instanceof Class<?> type && type.isRecord();
+        return targetType instanceof Class<?> type && StrictRequestBodies.TYPES.contains(type);
     }
 
     @Override
@@ -116,6 +123,12 @@ public class RequestBodyFields extends RequestBodyAdviceAdapter {
         if (root == null || !root.isObject()) {
             return errors;
         }
+        Set<String> known = Arrays.stream(kept.type().getRecordComponents()).map(RecordComponent::getName)
+                .collect(Collectors.toSet());
+        // every field the request does not have: a misspelt "quantty" would otherwise be dropped, and the order placed
+        // without what the client meant to say
+        root.propertyNames().stream().filter(name -> !known.contains(name))
+                .forEach(name -> errors.put(name, "is not a field of this request"));
         for (RecordComponent component : kept.type().getRecordComponents()) {
             String name = component.getName();
             JsonNode node = root.get(name);
@@ -137,6 +150,9 @@ public class RequestBodyFields extends RequestBodyAdviceAdapter {
 
     /** When the body was not kept: the one field Jackson names, if it names one. */
     private static Map<String, String> errorFromException(HttpMessageNotReadableException ex) {
+        if (ex.getCause() instanceof UnrecognizedPropertyException unknown) {
+            return Map.of(unknown.getPropertyName(), "is not a field of this request");
+        }
         if (ex.getCause() instanceof MismatchedInputException mismatch && mismatch.getTargetType() != null) {
             String path = path(mismatch);
             if (!path.isEmpty()) {
