@@ -90,6 +90,23 @@ class JdbcFaultHandlingTest {
     }
 
     /**
+     * A release that lost a race for its row (MariaDB's "Deadlock found": SQLState 40001, error 1213), which changed
+     * nothing, is sent again at once: the caller is told the lock is released, not that the release failed.
+     */
+    @Test
+    void aReleaseThatLostARaceForItsRowIsSentAgainAndSucceeds() {
+        FaultyDataSource faulty = new FaultyDataSource(db.dataSource());
+        String key = key("deadlock");
+        try (JdbcLockProvider provider = new JdbcLockProvider(faulty.dataSource(), options())) {
+            LockHandle held = acquire(provider, key, 0);
+            faulty.fail(RELEASE, new SQLException("Deadlock found when trying to get lock", "40001", 1213), 2);
+            assertThat(held.release()).isTrue();
+            assertThat(db.lockRow(key).get("owner")).isNull();
+            assertThat(faulty.count(RELEASE)).as("two deadlocked releases, then the one that got through").isEqualTo(3);
+        }
+    }
+
+    /**
      * A watchdog row whose give-back never gets through (the connection breaks every time) is tried for the watchdog
      * timeout, not for as long as the provider lives, and expires by itself meanwhile, since it is no longer renewed.
      */
