@@ -33,6 +33,8 @@ final class ZooKeeperLockHandle implements LockHandle {
     private static final int LOST = 3;
 
     private final ZooKeeperLockProvider provider;
+    private final ZooKeeperLockRepository repository;
+    private final ZooKeeperSession session;
     private final LockRequest request;
     private final String path;
     private final AtomicInteger state = new AtomicInteger(HELD);
@@ -46,6 +48,8 @@ final class ZooKeeperLockHandle implements LockHandle {
 
     ZooKeeperLockHandle(ZooKeeperLockProvider provider, LockRequest request, String path, long fencingToken) {
         this.provider = provider;
+        this.repository = provider.repository();
+        this.session = provider.session();
         this.request = request;
         this.path = path;
         this.fencingToken = fencingToken;
@@ -54,7 +58,7 @@ final class ZooKeeperLockHandle implements LockHandle {
     /** Starts the fixed lease's timer and the watch that tells when the node is deleted behind our back. */
     void start() {
         if (!request.watchdog()) {
-            leaseEnd = provider.scheduleLeaseEnd(this::leaseRanOut, request.leaseNanos());
+            leaseEnd = provider.schedule(this::leaseRanOut, request.leaseNanos());
         }
         watchNode();
     }
@@ -69,11 +73,11 @@ final class ZooKeeperLockHandle implements LockHandle {
             return;
         }
         try {
-            provider.client().getData().usingWatcher(nodeWatcher).inBackground((c, event) -> {
+            repository.watch(path, nodeWatcher, (c, event) -> {
                 if (event.getResultCode() == KeeperException.Code.NONODE.intValue()) {
                     lost("the lock node " + path + " is gone (deleted by someone else, or its session expired)");
                 }
-            }).forPath(path);
+            });
         }
         catch (Exception ex) {
             ZooKeeperLockProvider.log().debug("Could not watch lock node " + path, ex);
@@ -93,12 +97,12 @@ final class ZooKeeperLockHandle implements LockHandle {
 
     private void leaseRanOut() {
         if (state.compareAndSet(HELD, EXPIRED)) {
-            provider.forget(this);
-            provider.delete(path).exceptionally(failure -> null);
+            session.forget(this);
+            repository.deleteQuietly(path);
         }
         else if (state.get() == LOST) {
             // told lost on a suspended connection, but the node may have survived: the lease still ends
-            provider.delete(path).exceptionally(failure -> null);
+            repository.deleteQuietly(path);
         }
     }
 
@@ -117,7 +121,7 @@ final class ZooKeeperLockHandle implements LockHandle {
             return -1;
         }
         try {
-            Stat stat = provider.client().setData().forPath(path, new byte[0]);
+            Stat stat = repository.touch(path);
             if (state.get() != HELD) {
                 // the lease ended, or a loss was found, while the write was under way: the token may be the next
                 // holder's to use already (its acquisition came after our node went)
@@ -141,14 +145,14 @@ final class ZooKeeperLockHandle implements LockHandle {
             return CompletableFuture.completedFuture(false);
         }
         boolean wasHeld = state.compareAndSet(HELD, RELEASED);
-        provider.forget(this);
+        session.forget(this);
         ScheduledFuture<?> task = leaseEnd;
         if (task != null) {
             task.cancel(false);
         }
         // Deleted whatever the state: only this handle ever deletes this path, and the path names this acquisition
         // alone (the sequence is never reused under a parent), so no other holder's lock can be touched.
-        return provider.delete(path).thenApply(deleted -> wasHeld && deleted);
+        return repository.delete(path).thenApply(deleted -> wasHeld && deleted);
     }
 
     @Override
@@ -157,7 +161,7 @@ final class ZooKeeperLockHandle implements LockHandle {
             return false;
         }
         try {
-            if (provider.client().checkExists().forPath(path) == null) {
+            if (repository.exists(path) == null) {
                 lost("the lock node " + path + " is gone (deleted by someone else, or its session expired)");
                 return false;
             }
@@ -184,7 +188,7 @@ final class ZooKeeperLockHandle implements LockHandle {
     /** A loss found while held: reported once, and only if the lock had not been released or run out. */
     void lost(String reason) {
         if (state.compareAndSet(HELD, LOST)) {
-            provider.forget(this);
+            session.forget(this);
             lostReason = "ZooKeeper lock '" + request.key() + "': " + reason;
             if (lostCallback != null) {
                 fireLost();
@@ -197,7 +201,7 @@ final class ZooKeeperLockHandle implements LockHandle {
         Consumer<String> callback = lostCallback;
         String reason = lostReason;
         if (callback != null && reason != null && lossReported.compareAndSet(false, true)) {
-            provider.callback(() -> callback.accept(reason));
+            provider.runCallback(() -> callback.accept(reason));
         }
     }
 

@@ -1,14 +1,11 @@
 package io.github.distlock.zookeeper;
 
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
@@ -17,14 +14,7 @@ import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.CuratorEvent;
-import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.framework.state.ConnectionStateListener;
-import org.apache.curator.utils.ZKPaths;
-import org.apache.zookeeper.CreateMode;
-import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.WatchedEvent;
-import org.apache.zookeeper.Watcher;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.zookeeper.common.PathUtils;
 import org.jspecify.annotations.Nullable;
 
@@ -62,15 +52,23 @@ import org.jspecify.annotations.Nullable;
  * token they were issued), {@link LockHandle#newFencingToken()} the {@code mzxid} of a write to its own node.</li>
  * </ul>
  *
+ * <h2>Inside</h2>
+ * This class keeps the timer and the callback threads, and hands the rest out: {@link ZooKeeperLockRepository} makes
+ * the node operations, {@link ZooKeeperAcquisition} queues one acquisition's node and waits for its turn,
+ * {@link ZooKeeperLockHandle} is one held lock, and {@link ZooKeeperSession} follows the connection and tells holders
+ * and waiters of its loss. What they log, they log under this class's category.
+ *
  * <p>The client belongs to the caller: {@link #close()} stops this provider's timers and listener, not the client.
  */
 public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(ZooKeeperLockProvider.class);
 
-    private static final byte[] NO_DATA = new byte[0];
-
     private final CuratorFramework client;
+    /** The node operations the locks are made of. */
+    private final ZooKeeperLockRepository repository;
+    /** The locks held and waited for, and what the connection's state means for them. */
+    private final ZooKeeperSession session;
     private final String basePath;
     /** Wait deadlines and fixed-lease ends. */
     private final ScheduledExecutorService timer;
@@ -79,14 +77,6 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
      * caller's continuation that blocks on ZooKeeper would stop every watch and callback of the client.
      */
     private final ExecutorService callbacks;
-    private final Set<ZooKeeperLockHandle> held = ConcurrentHashMap.newKeySet();
-    private final Set<Acquisition> waiting = ConcurrentHashMap.newKeySet();
-    private final ConnectionStateListener connectionListener = this::connectionStateChanged;
-    /**
-     * Whether the connection is down (SUSPENDED, LOST, READ_ONLY) as last reported. A lock granted while it is down is
-     * reported lost at once: the listener may have gone through the held locks just before it was added.
-     */
-    private volatile boolean disconnected;
     private volatile boolean closed;
 
     /**
@@ -94,15 +84,17 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
      * @param basePath the node under which every key has its node, e.g. {@code /distlock}; not {@code /}
      */
     public ZooKeeperLockProvider(CuratorFramework client, String basePath) {
-        if (client.getState() != org.apache.curator.framework.imps.CuratorFrameworkState.STARTED) {
+        if (client.getState() != CuratorFrameworkState.STARTED) {
             throw new IllegalArgumentException("The ZooKeeper lock backend needs a started CuratorFramework; this one is "
                     + client.getState() + ": call start() on it where it is made (e.g. in its @Bean method)");
         }
         this.client = client;
         this.basePath = checkBasePath(basePath);
+        this.repository = new ZooKeeperLockRepository(client);
+        this.session = new ZooKeeperSession(client);
         this.timer = Executors.newSingleThreadScheduledExecutor(task -> daemon(task, "distlock-zookeeper-timer"));
         this.callbacks = Executors.newCachedThreadPool(task -> daemon(task, "distlock-zookeeper-callback"));
-        client.getConnectionStateListenable().addListener(connectionListener);
+        session.listen();
     }
 
     /**
@@ -146,7 +138,8 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         if (closed) {
             throw new IllegalStateException("The ZooKeeper lock provider is closed");
         }
-        Acquisition acquisition = new Acquisition(request, LockPaths.lockPath(basePath, request.key()));
+        ZooKeeperAcquisition acquisition = new ZooKeeperAcquisition(this, request,
+                LockPaths.lockPath(basePath, request.key()));
         acquisition.start();
         return acquisition.future;
     }
@@ -170,73 +163,37 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        reportHeldLost("the ZooKeeper lock provider was closed: the lock is no longer watched, and goes with the "
-                + "session when the provider's client is closed");
-        client.getConnectionStateListenable().removeListener(connectionListener);
-        for (Acquisition acquisition : waiting) {
-            acquisition.fail(new IllegalStateException("The ZooKeeper lock provider was closed while waiting for lock '"
-                    + acquisition.request.key() + "'"));
-        }
+        session.reportHeldLost("the ZooKeeper lock provider was closed: the lock is no longer watched, and goes with "
+                + "the session when the provider's client is closed");
+        session.stopListening();
+        session.failWaiting(acquisition -> new IllegalStateException("The ZooKeeper lock provider was closed while "
+                + "waiting for lock '" + acquisition.request.key() + "'"));
         timer.shutdownNow();
         callbacks.shutdown();
     }
 
-    private void connectionStateChanged(CuratorFramework ignored, ConnectionState state) {
-        switch (state) {
-            case SUSPENDED, READ_ONLY -> {
-                disconnected = true;
-                reportHeldLost("the connection to ZooKeeper was " + state + ": the session, and every lock with it, "
-                        + "may expire on the server before the client is back");
-            }
-            case LOST -> {
-                disconnected = true;
-                reportHeldLost("the ZooKeeper session was LOST (expired): its lock nodes are gone");
-                for (Acquisition acquisition : waiting) {
-                    acquisition.fail(new IllegalStateException("The ZooKeeper session was lost (expired) while waiting "
-                            + "for lock '" + acquisition.request.key() + "'; its place in the queue went with it"));
-                }
-            }
-            case CONNECTED, RECONNECTED -> disconnected = false;
-        }
+    // ---------------------------------------------------------------- shared with acquisitions and handles
+
+    ZooKeeperLockRepository repository() {
+        return repository;
     }
 
-    private void reportHeldLost(String reason) {
-        for (ZooKeeperLockHandle handle : held) {
-            handle.lost(reason);
-        }
+    ZooKeeperSession session() {
+        return session;
     }
 
-    private void deleteQuietly(String path) {
-        deleteNode(path).exceptionally(failure -> null);
-    }
-
-    /**
-     * Deletes a lock node of ours. Guaranteed: when the connection fails, Curator keeps trying in the background until
-     * it succeeds or the session ends. Completes with whether it was there.
-     */
-    private CompletableFuture<Boolean> deleteNode(String path) {
-        CompletableFuture<Boolean> deleted = new CompletableFuture<>();
+    /** Runs {@code task} on the timer after {@code nanos}: a wait's deadline, a fixed lease's end. */
+    ScheduledFuture<?> schedule(Runnable task, long nanos) {
         try {
-            client.delete().guaranteed().inBackground((c, event) -> {
-                KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
-                if (code == KeeperException.Code.OK) {
-                    deleted.complete(true);
-                }
-                else if (code == KeeperException.Code.NONODE) {
-                    deleted.complete(false);
-                }
-                else {
-                    deleted.completeExceptionally(KeeperException.create(code, path));
-                }
-            }).forPath(path);
+            return timer.schedule(task, nanos, TimeUnit.NANOSECONDS);
         }
-        catch (Exception ex) {
-            deleted.completeExceptionally(ex);
+        catch (RuntimeException rejected) {
+            throw new IllegalStateException("The ZooKeeper lock provider is closed", rejected);
         }
-        return deleted;
     }
 
-    private void runCallback(Runnable task) {
+    /** Runs {@code task} on a callback thread: see {@link #callbacks}. */
+    void runCallback(Runnable task) {
         try {
             callbacks.execute(task);
         }
@@ -246,282 +203,12 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         }
     }
 
-    private ScheduledFuture<?> schedule(Runnable task, long nanos) {
-        try {
-            return timer.schedule(task, nanos, TimeUnit.NANOSECONDS);
-        }
-        catch (RuntimeException rejected) {
-            throw new IllegalStateException("The ZooKeeper lock provider is closed", rejected);
-        }
-    }
-
-    /**
-     * One acquisition, from its request to a handle, "not acquired" or a failure.
-     *
-     * <p>Invariant: it ends exactly once, by the compare-and-set out of WAITING (to ACQUIRED or ABANDONED); whatever
-     * ends it second sees the state and backs off. A node created for an acquisition that was abandoned is deleted by
-     * whichever of "node created" and "abandoned" comes second: the creation publishes {@link #ourPath} and then reads
-     * the state; the abandoning sets the state and then reads {@link #ourPath} (both volatile, so one of them sees the
-     * other). A node whose acquisition ended ACQUIRED belongs to the handle, which deletes it on release.
-     */
-    private final class Acquisition {
-
-        private static final int WAITING = 0;
-        private static final int ACQUIRED = 1;
-        private static final int ABANDONED = 2;
-
-        final LockRequest request;
-        final String lockPath;
-        final boolean exclusive;
-        final CompletableFuture<LockHandle> future = new CompletableFuture<>();
-        private final AtomicInteger state = new AtomicInteger(WAITING);
-        private volatile String ourPath;
-        /** The wait is over; the next answer that shows the lock taken ends the acquisition as "not acquired". */
-        private volatile boolean deadlinePassed;
-        /** ZooKeeper has shown the lock taken by another; until then, the wait ending is no answer yet. */
-        private volatile boolean sawItTaken;
-        private volatile ScheduledFuture<?> deadline;
-        private final Watcher blockerWatcher = this::blockerChanged;
-
-        Acquisition(LockRequest request, String lockPath) {
-            this.request = request;
-            this.lockPath = lockPath;
-            this.exclusive = request.type().exclusive();
-        }
-
-        void start() {
-            waiting.add(this);
-            future.whenComplete((handle, failure) -> {
-                if (future.isCancelled()) {
-                    abandon();
-                }
-            });
-            if (request.waitNanos() == 0) {
-                // one try: when the lock is visibly taken, answer without queueing a node and deleting it again
-                guarded(() -> client.getChildren().inBackground((c, event) -> guarded(() -> precheck(event)))
-                        .forPath(lockPath));
-            }
-            else {
-                deadline = schedule(this::deadlineReached, request.waitNanos());
-                guarded(this::create);
-            }
-        }
-
-        private void precheck(CuratorEvent event) throws Exception {
-            KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
-            if (code == KeeperException.Code.OK
-                    && LockPaths.wouldWait(LockPaths.sortedLockNodes(event.getChildren()), exclusive)) {
-                sawItTaken = true;
-                giveUp();
-            }
-            else if (code == KeeperException.Code.OK || code == KeeperException.Code.NONODE) {
-                create();
-            }
-            else {
-                fail(KeeperException.create(code, lockPath));
-            }
-        }
-
-        private void create() throws Exception {
-            if (state.get() != WAITING) {
-                return;
-            }
-            client.create().creatingParentContainersIfNeeded().withProtection().withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                    .inBackground((c, event) -> guarded(() -> created(event)))
-                    .forPath(LockPaths.nodePrefix(lockPath, exclusive), NO_DATA);
-        }
-
-        private void created(CuratorEvent event) throws Exception {
-            KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
-            if (code != KeeperException.Code.OK) {
-                fail(KeeperException.create(code, lockPath));
-                return;
-            }
-            ourPath = event.getName();
-            if (state.get() != WAITING) {
-                deleteQuietly(ourPath);
-                return;
-            }
-            check();
-        }
-
-        /** Lists the lock nodes: ours first (or no write node before a reader) means held; else wait for the blocker. */
-        private void check() throws Exception {
-            if (state.get() != WAITING) {
-                return;
-            }
-            client.getChildren().inBackground((c, event) -> guarded(() -> checked(event))).forPath(lockPath);
-        }
-
-        private void checked(CuratorEvent event) throws Exception {
-            KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
-            if (code != KeeperException.Code.OK && code != KeeperException.Code.NONODE) {
-                fail(KeeperException.create(code, lockPath));
-                return;
-            }
-            String ours = ZKPaths.getNodeFromPath(ourPath);
-            java.util.List<String> sorted = LockPaths.sortedLockNodes(event.getChildren());
-            if (!sorted.contains(ours)) {
-                // only our session's end or someone else deletes a node we are still waiting with
-                fail(new IllegalStateException("The lock node " + ourPath + " of lock '" + request.key()
-                        + "' vanished while waiting (session expired, or deleted by someone else)"));
-                return;
-            }
-            String blocker = LockPaths.blocker(sorted, ours, exclusive);
-            if (blocker == null) {
-                acquired(event.getStat().getPzxid());
-                return;
-            }
-            sawItTaken = true;
-            if (deadlinePassed || request.waitNanos() == 0) {
-                giveUp();
-                return;
-            }
-            // getData, not exists: a watch set by exists() on a node already gone would stay behind on the server
-            client.getData().usingWatcher(blockerWatcher).inBackground((c, watched) -> guarded(() -> {
-                KeeperException.Code result = KeeperException.Code.get(watched.getResultCode());
-                if (result == KeeperException.Code.NONODE) {
-                    check();
-                }
-                else if (result != KeeperException.Code.OK) {
-                    fail(KeeperException.create(result, watched.getPath()));
-                }
-                // else: the watch wakes us when the blocker goes (or changes: a harmless second look)
-            })).forPath(ZKPaths.makePath(lockPath, blocker));
-        }
-
-        private void blockerChanged(WatchedEvent event) {
-            // connection events (type None) reach every watcher; the watch itself stays set through them
-            if (event.getType() != Watcher.Event.EventType.None) {
-                guarded(this::check);
-            }
-        }
-
-        private void deadlineReached() {
-            deadlinePassed = true;
-            // until ZooKeeper has answered, the caller gets that answer: one try at least, never "not acquired" for a
-            // lock nobody was seen holding (a slow or unreachable ZooKeeper is a failure, reported as one)
-            if (sawItTaken) {
-                giveUp();
-            }
-        }
-
-        private void acquired(long pzxid) {
-            if (!state.compareAndSet(WAITING, ACQUIRED)) {
-                return; // abandoned meanwhile, which deletes the node
-            }
-            endWaiting();
-            ZooKeeperLockHandle handle = new ZooKeeperLockHandle(ZooKeeperLockProvider.this, request, ourPath,
-                    request.fenced() ? pzxid : -1);
-            held.add(handle);
-            try {
-                handle.start();
-            }
-            catch (RuntimeException closedMeanwhile) {
-                handle.releaseAsync();
-                runCallback(() -> future.completeExceptionally(closedMeanwhile));
-                return;
-            }
-            if (disconnected) {
-                handle.lost("the connection to ZooKeeper was down when the lock was granted");
-            }
-            runCallback(() -> {
-                if (!future.complete(handle)) {
-                    // the caller cancelled meanwhile
-                    handle.releaseAsync();
-                }
-            });
-        }
-
-        /** Ends the acquisition as "not acquired", once its node is gone (so that the caller's next try is not behind it). */
-        private void giveUp() {
-            if (!state.compareAndSet(WAITING, ABANDONED)) {
-                return;
-            }
-            endWaiting();
-            String path = ourPath;
-            if (path == null) {
-                runCallback(() -> future.complete(null));
-                return;
-            }
-            deleteNode(path).whenComplete((ignored, failure) -> runCallback(() -> future.complete(null)));
-        }
-
-        void fail(Throwable failure) {
-            if (!state.compareAndSet(WAITING, ABANDONED)) {
-                return;
-            }
-            endWaiting();
-            String path = ourPath;
-            if (path != null) {
-                deleteQuietly(path);
-            }
-            runCallback(() -> future.completeExceptionally(failure));
-        }
-
-        /** The caller cancelled its future. */
-        private void abandon() {
-            if (state.compareAndSet(WAITING, ABANDONED)) {
-                endWaiting();
-                String path = ourPath;
-                if (path != null) {
-                    deleteQuietly(path);
-                }
-            }
-        }
-
-        private void endWaiting() {
-            waiting.remove(this);
-            ScheduledFuture<?> task = deadline;
-            if (task != null) {
-                task.cancel(false);
-            }
-        }
-
-        /** A failure in our own callback code must end the acquisition, not vanish in Curator's log. */
-        private void guarded(ThrowingRunnable step) {
-            try {
-                step.run();
-            }
-            catch (Throwable failure) {
-                fail(failure);
-            }
-        }
-    }
-
-    @FunctionalInterface
-    private interface ThrowingRunnable {
-        void run() throws Exception;
-    }
-
-    // ---------------------------------------------------------------- used by the handle
-
-    CuratorFramework client() {
-        return client;
-    }
-
-    void forget(ZooKeeperLockHandle handle) {
-        held.remove(handle);
-    }
-
-    ScheduledFuture<?> scheduleLeaseEnd(Runnable task, long nanos) {
-        return schedule(task, nanos);
-    }
-
-    CompletableFuture<Boolean> delete(String path) {
-        return deleteNode(path);
-    }
-
-    void callback(Runnable task) {
-        runCallback(task);
-    }
-
     static Log log() {
         return logger;
     }
 
     /** Locks this provider holds and watches (for tests and diagnostics). */
     int heldCount() {
-        return held.size();
+        return session.heldCount();
     }
 }
