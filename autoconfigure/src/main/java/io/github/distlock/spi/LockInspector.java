@@ -82,6 +82,17 @@ public interface LockInspector {
     }
 
     /**
+     * How {@link #holders} names the owner of an acquisition this provider made for {@code ownerId}
+     * ({@link LockOwner#id()}): the one owner format an operator sees everywhere (the endpoint's list of this instance's
+     * locks, its key view, the owner a force release expects). Every first-party backend answers
+     * {@code <instance id>:<owner id>}, the owner id in decimal and the instance id as {@link LockHolderInfo#instanceId()}
+     * gives it. The default answers the owner id alone.
+     */
+    default String ownerName(long ownerId) {
+        return Long.toString(ownerId);
+    }
+
+    /**
      * Whether the backend answers within {@code timeout}: the health indicator's question. Returns {@code false}
      * (never throws) when it does not answer in time or fails.
      */
