@@ -30,6 +30,7 @@ final class LeaseMonitor implements AutoCloseable {
     private final long periodMillis;
     private volatile ScheduledExecutorService timer;
     private volatile ExecutorService reporter;
+    private boolean closed;
 
     LeaseMonitor(long watchdogTimeoutMillis) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
@@ -50,14 +51,33 @@ final class LeaseMonitor implements AutoCloseable {
 
     private synchronized void start() {
         if (timer == null) {
-            // a thread per report (losses are rare): a listener that blocks holds up no other lock's report
-            reporter = Executors.newCachedThreadPool(task -> daemon(task, "distlock-lease-lost"));
+            startReporter();
             ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
                     task -> daemon(task, "distlock-lease-monitor"));
             // published before the first check runs, which hands its answers to this executor
             timer = executor;
             executor.scheduleWithFixedDelay(this::check, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
         }
+    }
+
+    /** A thread per report (losses are rare): a listener that blocks holds up no other lock's report. */
+    private synchronized ExecutorService startReporter() {
+        if (closed) {
+            throw new java.util.concurrent.RejectedExecutionException("closed");
+        }
+        if (reporter == null) {
+            reporter = Executors.newCachedThreadPool(task -> daemon(task, "distlock-lease-lost"));
+        }
+        return reporter;
+    }
+
+    /**
+     * Reports {@code handle} lost now, found by other means than the lease check (an operator's force release): it is
+     * no longer checked, and its listener runs on a reporting thread, as the check's reports do.
+     */
+    void reportLost(RedissonLockHandle handle, String reason) {
+        watched.remove(handle);
+        report(handle, reason);
     }
 
     private static Thread daemon(Runnable task, String name) {
@@ -105,14 +125,23 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     private void report(RedissonLockHandle handle, String reason) {
-        reporter.execute(() -> {
-            try {
-                handle.lost(reason);
-            }
-            catch (Throwable ex) {
-                logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
-            }
-        });
+        ExecutorService executor = reporter;
+        if (executor == null) {
+            executor = startReporter();
+        }
+        try {
+            executor.execute(() -> {
+                try {
+                    handle.lost(reason);
+                }
+                catch (Throwable ex) {
+                    logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
+                }
+            });
+        }
+        catch (java.util.concurrent.RejectedExecutionException closed) {
+            // the provider is closing: nobody is left to tell
+        }
     }
 
     /** Locks watched right now. */
@@ -122,10 +151,16 @@ final class LeaseMonitor implements AutoCloseable {
 
     @Override
     public void close() {
+        synchronized (this) {
+            closed = true;
+        }
         ScheduledExecutorService executor = timer;
         if (executor != null) {
             executor.shutdownNow();
-            reporter.shutdownNow();
+        }
+        ExecutorService reports = reporter;
+        if (reports != null) {
+            reports.shutdownNow();
         }
     }
 }

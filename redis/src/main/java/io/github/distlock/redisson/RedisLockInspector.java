@@ -28,7 +28,8 @@ final class RedisLockInspector implements LockInspector {
      * (KEYS[5], members {@code <N>|<owner>} scored by expiry). All five share the key's hash slot.
      *
      * <p>ARGV[2] is the owner that must hold the key ('' for any), ARGV[3] the publish command, ARGV[4] and ARGV[5]
-     * the wake-up messages of the two hashes. With an owner, only that owner's holds are taken: its field of the
+     * the wake-up messages of the two hashes, ARGV[6] the channel on which each evicted owner is named once, in the
+     * same step ({@link Evictions}: {@code <key length in bytes>|<key><owner>}), so that its instance tells it now. With an owner, only that owner's holds are taken: its field of the
      * exclusive hash, its read and write fields (and its readers' lease keys), its permits; the read/write hash then
      * gets the time to live of the readers left, as Redisson's own read unlock sets it, and is deleted (waking the
      * writers) only when no live reader is left. Without one, every hold. Only live holds count: a reader whose lease
@@ -198,6 +199,15 @@ final class RedisLockInspector implements LockInspector {
                 end
               end
             end
+            if result[1] == '1' then
+              local told = {}
+              for _, holder in ipairs(evicted) do
+                if not told[holder[2]] then
+                  told[holder[2]] = true
+                  redis.call('publish', ARGV[6], string.len(KEYS[1]) .. '|' .. KEYS[1] .. holder[2])
+                end
+              end
+            end
             for _, holder in ipairs(listed) do
               table.insert(result, holder[1])
               table.insert(result, holder[2])
@@ -214,9 +224,11 @@ final class RedisLockInspector implements LockInspector {
     private final HandoffLocks handoffs;
     private final UnlockMessages unlockMessages;
     private final InstanceAnnouncer announcer;
+    private final Evictions evictions;
 
     RedisLockInspector(RedissonClient redisson, HandoffLocks handoffs, UnlockMessages unlockMessages,
-            InstanceAnnouncer announcer) {
+            InstanceAnnouncer announcer, Evictions evictions) {
+        this.evictions = evictions;
         this.redisson = redisson;
         this.handoffs = handoffs;
         this.unlockMessages = unlockMessages;
@@ -253,7 +265,8 @@ final class RedisLockInspector implements LockInspector {
                 RScript.Mode.READ_WRITE, INSPECT, RScript.ReturnType.LIST, keys, evict ? "1" : "0",
                 (expectedOwner != null) ? expectedOwner : "", unlockMessages.publishCommand(),
                 String.valueOf(org.redisson.pubsub.LockPubSub.UNLOCK_MESSAGE),
-                String.valueOf(org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE)).toCompletableFuture());
+                String.valueOf(org.redisson.pubsub.LockPubSub.READ_UNLOCK_MESSAGE), Evictions.CHANNEL)
+                .toCompletableFuture());
         if ("1".equals(reply.get(1).toString())) {
             // the FAIR queue's next waiter gets it now, not at its next poll
             Futures.join(handoffs.handOffIfFree(key));
@@ -270,7 +283,12 @@ final class RedisLockInspector implements LockInspector {
             holders.add(new LockHolderInfo(key, owner, instanceId, instance, mode,
                     (remaining >= 0) ? Duration.ofMillis(remaining) : null));
         }
-        return new ForceRelease("1".equals(reply.get(0).toString()), holders);
+        boolean released = "1".equals(reply.get(0).toString());
+        if (released) {
+            // this instance's own holders are told without waiting for the message
+            evictions.evictedHere(key, holders.stream().map(LockHolderInfo::owner).toList());
+        }
+        return new ForceRelease(released, holders);
     }
 
     /** The script's answer; its refusal of a key that is not a lock becomes a {@link NotALockException}. */

@@ -11,6 +11,8 @@ import org.redisson.api.RLock;
 final class RedissonLockHandle implements LockHandle {
 
     private final FencingTokens tokens;
+    /** The key as the caller named it: the read/write lock's hash has another name. */
+    private final String key;
     private final RLock lock;
     private final long owner;
     private final String ownerField;
@@ -18,6 +20,10 @@ final class RedissonLockHandle implements LockHandle {
     /** How this lock is released, renewed and checked: the kind it was acquired as. */
     private final RedisLockKind kind;
     final LeaseMonitor monitor;
+    /** Where a force release on any instance finds this lock to report it lost; forgotten on release or loss. */
+    private final Evictions evictions;
+    /** When it was handed out ({@link System#nanoTime()}): a fixed lease never released is forgotten after it. */
+    final long heldSince = System.nanoTime();
     private static final int HELD = 0;
     private static final int RELEASING = 1;
     private static final int LOSS_REPORTED = 2;
@@ -39,15 +45,21 @@ final class RedissonLockHandle implements LockHandle {
     volatile long confirmedAt;
     volatile boolean checking;
 
-    RedissonLockHandle(RedisLockKind kind, FencingTokens tokens, RLock lock, long owner, String ownerField,
-            long leaseMillis, LeaseMonitor monitor) {
+    RedissonLockHandle(RedisLockKind kind, FencingTokens tokens, String key, RLock lock, long owner, String ownerField,
+            long leaseMillis, LeaseMonitor monitor, Evictions evictions) {
         this.kind = kind;
         this.tokens = tokens;
+        this.key = key;
+        this.evictions = evictions;
         this.lock = lock;
         this.owner = owner;
         this.ownerField = ownerField;
         this.leaseMillis = leaseMillis;
         this.monitor = monitor;
+    }
+
+    String key() {
+        return key;
     }
 
     RLock lock() {
@@ -117,6 +129,7 @@ final class RedissonLockHandle implements LockHandle {
         if (monitor != null) {
             monitor.unwatch(this);
         }
+        evictions.forget(key, this);
         state.compareAndSet(HELD, RELEASING);
         // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
         // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
@@ -160,6 +173,7 @@ final class RedissonLockHandle implements LockHandle {
     }
 
     void lost(String reason) {
+        evictions.forget(key, this);
         lostReason = reason;
         if (lostCallback != null) {
             fireLost();

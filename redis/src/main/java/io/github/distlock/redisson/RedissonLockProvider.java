@@ -61,6 +61,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private final RLockKind rlocks;
     private final HandoffKind handoffKind;
     private final PermitKind permitKind;
+    private final Evictions evictions;
 
     /**
      * @param redisson the client the locks live in; its {@code lockWatchdogTimeout} also paces the check that
@@ -89,10 +90,13 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         GiveBacks giveBacks = new GiveBacks(executor);
         UnlockMessages unlockMessages = new UnlockMessages(redisson);
         this.tokens = new FencingTokens(redisson);
+        this.evictions = new Evictions(redisson, clientId, monitor);
+        // now, not at the first lock: a force release soon after it would otherwise find nobody listening
+        evictions.subscribe();
         this.announcer = new InstanceAnnouncer(redisson, clientId, watchdogMillis, executor);
         this.handoffs = new HandoffLocks(giveBacks, unlockMessages, redisson, clientId, watchdogMillis, executor);
         this.permits = new PermitLocks(giveBacks, redisson, executor);
-        this.inspector = new RedisLockInspector(redisson, handoffs, unlockMessages, announcer);
+        this.inspector = new RedisLockInspector(redisson, handoffs, unlockMessages, announcer, evictions);
         this.rlocks = new RLockKind(this, giveBacks, unlockMessages);
         this.handoffKind = new HandoffKind(this, giveBacks, handoffs, executor);
         this.permitKind = new PermitKind(this, giveBacks, permits);
@@ -157,8 +161,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     /** A handle of {@code kind}, watched by the lease monitor when the request renews by watchdog. */
     RedissonLockHandle handle(RedisLockKind kind, LockRequest request, RLock lock, long owner, String ownerField,
             long leaseMillis) {
-        return new RedissonLockHandle(kind, tokens, lock, owner, ownerField, leaseMillis,
-                request.watchdog() ? monitor : null);
+        return new RedissonLockHandle(kind, tokens, request.key(), lock, owner, ownerField, leaseMillis,
+                request.watchdog() ? monitor : null, evictions);
     }
 
     /** Hands out {@code handle}, after issuing its token when the request is fenced. */
@@ -183,11 +187,15 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         });
     }
 
-    /** Hands out {@code handle}, watched when it renews by watchdog; one the caller stopped waiting for is released. */
+    /**
+     * Hands out {@code handle}, watched when it renews by watchdog and told when an operator force-releases it; one the
+     * caller stopped waiting for is released.
+     */
     void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
         if (handle.monitor != null) {
             monitor.watch(handle);
         }
+        evictions.held(handle.key(), handle);
         if (!result.complete(handle)) {
             handle.releaseAsync();
         }
@@ -212,6 +220,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      */
     @Override
     public void close() {
+        evictions.close();
         monitor.close();
         handoffs.shutdown();
         permits.shutdown();
@@ -232,6 +241,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     @Override
     public ForceRelease forceRelease(String key, String expectedOwner) {
         return inspector.forceRelease(key, expectedOwner);
+    }
+
+    /** {@code <client id>:<owner id>}: the owner field this provider writes, as {@link #holders} lists it. */
+    @Override
+    public String ownerName(long ownerId) {
+        return ownerField(LockType.REENTRANT, ownerId);
     }
 
     /** See {@link RedisLockInspector#ping}. */
