@@ -3,6 +3,7 @@ package io.github.distlock.redisson;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
@@ -39,7 +40,12 @@ final class PermitKind implements RedisLockKind {
         });
         taken.whenComplete((acquired, failure) -> {
             if (failure != null) {
-                if (!(failure instanceof java.util.concurrent.CancellationException)) {
+                if (failure instanceof LockKeyClosedException closed) {
+                    // told by a script that took nothing, or by the close itself (an attempt that took a permit
+                    // meanwhile gives it back on its own)
+                    result.completeExceptionally(closed);
+                }
+                else if (!(failure instanceof java.util.concurrent.CancellationException)) {
                     // the script may have run after the client gave up on its reply
                     giveBacks.giveBack(key, () -> permits.release(key, request.permits(), field), leaseMillis);
                     result.completeExceptionally(Futures.unwrap(failure));

@@ -6,6 +6,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockDurations;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
@@ -32,11 +33,16 @@ import org.redisson.client.codec.StringCodec;
 final class PermitLocks {
 
     /**
-     * KEYS[1] the set; ARGV[1] member ({@code <N>|<owner field>}), [2] permits N, [3] lease ms. Returns {1} acquired,
-     * or {0, ms until the earliest permit expires}.
+     * KEYS[1] the set, KEYS[2] the key's closed mark ({@link HandoffLocks#closedKey}, shared with {@code FAIR}); ARGV[1]
+     * member ({@code <N>|<owner field>}), [2] permits N, [3] lease ms. Returns {1} acquired, {0, ms until the earliest
+     * permit expires}, or {-1, reason} while the key is closed (nothing taken, even when a permit is free).
      */
     private static final String ACQUIRE = """
             redis.replicate_commands()
+            local closed = redis.call('get', KEYS[2])
+            if closed then
+              return {-1, closed}
+            end
             local t = redis.call('time')
             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
             redis.call('zremrangebyscore', KEYS[1], '-inf', now)
@@ -93,8 +99,11 @@ final class PermitLocks {
     private final GiveBacks giveBacks;
     private final RedissonClient redisson;
     private final ScheduledExecutorService timer;
-    /** Acquisitions still waiting: answered by {@link #shutdown()}, since the timer that polls for them stops. */
-    private final java.util.Set<CompletableFuture<Boolean>> waiting = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /**
+     * Acquisitions still waiting, with their key: answered by {@link #shutdown()}, since the timer that polls for them
+     * stops, and by {@link #closed} at once.
+     */
+    private final java.util.Map<CompletableFuture<Boolean>, String> waiting = new java.util.concurrent.ConcurrentHashMap<>();
 
     PermitLocks(GiveBacks giveBacks, RedissonClient redisson, ScheduledExecutorService timer) {
         this.giveBacks = giveBacks;
@@ -119,7 +128,7 @@ final class PermitLocks {
      */
     CompletableFuture<Boolean> acquire(String key, String field, int permits, long waitNanos, long leaseMillis) {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
-        waiting.add(result);
+        waiting.put(result, key);
         result.whenComplete((ignored, failure) -> waiting.remove(result));
         long deadline = LockDurations.deadline(System.nanoTime(), waitNanos);
         attempt(key, member(permits, field), permits, deadline, leaseMillis, 5, result);
@@ -128,9 +137,26 @@ final class PermitLocks {
 
     /** The provider is closing: every waiting acquisition fails now rather than never. */
     void shutdown() {
-        for (CompletableFuture<Boolean> result : waiting) {
+        for (CompletableFuture<Boolean> result : waiting.keySet()) {
             result.completeExceptionally(new IllegalStateException("The lock provider was closed while waiting for a permit"));
         }
+    }
+
+    /**
+     * {@code key} was just closed: this provider's waiters for its permits fail now rather than at their next attempt
+     * (which would find the mark). A waiter whose attempt took a permit meanwhile gives it back, as one cancelled does.
+     *
+     * @return how many waiters were told
+     */
+    long closed(String key, String reason) {
+        long told = 0;
+        for (java.util.Map.Entry<CompletableFuture<Boolean>, String> waiter : waiting.entrySet()) {
+            if (waiter.getValue().equals(key)
+                    && waiter.getKey().completeExceptionally(new LockKeyClosedException(key, reason))) {
+                told++;
+            }
+        }
+        return told;
     }
 
     private void attempt(String key, String field, int permits, long deadline, long leaseMillis, long backoff,
@@ -140,13 +166,17 @@ final class PermitLocks {
         }
         String set = permitsKey(key);
         redisson.getScript(StringCodec.INSTANCE).<List<Object>>evalAsync(set, RScript.Mode.READ_WRITE, ACQUIRE,
-                RScript.ReturnType.LIST, List.<Object>of(set), field, String.valueOf(permits), String.valueOf(leaseMillis))
+                RScript.ReturnType.LIST, List.<Object>of(set, HandoffLocks.closedKey(key)), field, String.valueOf(permits), String.valueOf(leaseMillis))
                 .whenComplete((reply, failure) -> {
                     if (failure != null) {
                         if (!result.completeExceptionally(failure)) {
                             // the caller is gone (cancelled) and the script may have run before its reply was lost
                             giveBacks.giveBack(key, () -> releaseMember(key, field), leaseMillis);
                         }
+                        return;
+                    }
+                    if ("-1".equals(reply.get(0).toString())) {
+                        result.completeExceptionally(new LockKeyClosedException(key, reply.get(1).toString()));
                         return;
                     }
                     if ("1".equals(reply.get(0).toString())) {

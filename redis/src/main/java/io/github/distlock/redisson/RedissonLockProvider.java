@@ -201,11 +201,18 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         }
     }
 
-    /** Closes {@code key} for {@code FAIR} locks: see {@link LockProvider#closeKey}. */
+    /**
+     * Closes {@code key} for {@code FAIR} locks and permits ({@code permits > 1}): see {@link LockProvider#closeKey}.
+     * Both read one mark in Redis, so every instance sees it. The count is exact for {@code FAIR} waiters (they queue in
+     * Redis) and counts this instance's permit waiters only: permit waiters poll, and the ones of other instances are
+     * turned away by their next attempt (within about 75 ms).
+     */
     @Override
     public long closeKey(String key, String reason) {
         LockKeys.checkKey(key);
-        return handoffs.close(key, reason);
+        java.util.Objects.requireNonNull(reason, "closeKey: reason");
+        long fair = handoffs.close(key, reason);
+        return fair + permits.closed(key, reason);
     }
 
     @Override
