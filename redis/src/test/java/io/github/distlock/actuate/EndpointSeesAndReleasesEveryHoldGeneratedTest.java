@@ -25,6 +25,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Generated cases for the actuator endpoint on a real Redis, two instances (two Redisson clients): random holders of
@@ -286,10 +287,10 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
                         .filter(hold -> hold.mode().equals("permit")).mapToInt(Hold::permits)
                         .reduce(step.permits(), Math::min);
             };
-            if (closed && step.type() == LockType.FAIR && step.permits() == 1) {
+            if (closed && (step.type() == LockType.FAIR || step.permits() > 1)) {
                 try {
-                    TwoInstances.tryLock(app, key, step.type(), owner, 0, step.fenced(), 1);
-                    throw new AssertionError("a FAIR acquisition of a closed key was not refused");
+                    TwoInstances.tryLock(app, key, step.type(), owner, 0, step.fenced(), step.permits());
+                    throw new AssertionError("a FAIR or permit acquisition of a closed key was not refused");
                 }
                 catch (IllegalStateException ex) {
                     assertThat(ex).hasRootCauseInstanceOf(io.github.distlock.LockKeyClosedException.class);
@@ -309,8 +310,8 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
         }
 
         /**
-         * Closes the key for FAIR locks: holders keep their locks, a queued FAIR waiter is refused, and so is every
-         * later FAIR acquisition until the case ends (reopened in {@link #cleanUp}).
+         * Closes the key for FAIR locks and permits: holders keep their locks, a queued FAIR waiter is refused, and so
+         * is every later FAIR or permit acquisition until the case ends (reopened in {@link #cleanUp}).
          */
         private void close(Step step) {
             TwoInstances.provider(app(step.app())).closeKey(key, "generated close");
@@ -427,7 +428,14 @@ class EndpointSeesAndReleasesEveryHoldGeneratedTest {
             probe(app, LockType.REENTRANT, 1, exclusiveFree);
             probe(app, LockType.WRITE, 1, writeFree);
             probe(app, LockType.READ, 1, readFree);
-            probe(app, LockType.REENTRANT, 3, permitHolders < permitLimit);
+            if (closed) {
+                assertThatThrownBy(() -> TwoInstances.tryLock(app, key, LockType.REENTRANT, LockOwner.next(), 60_000,
+                        false, 3)).as("a third owner's permit on a closed key")
+                        .hasRootCauseInstanceOf(io.github.distlock.LockKeyClosedException.class);
+            }
+            else {
+                probe(app, LockType.REENTRANT, 3, permitHolders < permitLimit);
+            }
         }
 
         private void probe(WebApp app, LockType type, int permits, boolean free) {

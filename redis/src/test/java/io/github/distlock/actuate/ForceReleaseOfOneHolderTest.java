@@ -72,7 +72,7 @@ class ForceReleaseOfOneHolderTest {
         // the other instance's writer stays out while the second reader reads
         LockHandle writer = tryLock(apps.beta, key, LockType.WRITE, LockOwner.next());
         assertThat(writer).isNull();
-        // the evicted reader learns it (its watchdog check, a third of 6 s), the other one does not
+        // the evicted reader learns it (the force release's message to its instance), the other one does not
         await().atMost(Duration.ofSeconds(10)).until(() -> lost.size() == 1);
         assertThat(firstReader.release()).isFalse();
         assertThat(secondReader.release()).isTrue();
@@ -229,7 +229,7 @@ class ForceReleaseOfOneHolderTest {
                     .containsExactly(new RedisHolders.Holder(owner(apps.beta, waiterOwner), "exclusive"));
         }
         assertThat(tryLock(apps.alpha, key, LockType.REENTRANT, LockOwner.next())).isNull();
-        // the evicted watchdog holder is told by its lease check (a third of 6 s), and its release touches nothing
+        // the evicted watchdog holder is told (the force release names it to its instance), and its release touches nothing
         await().atMost(Duration.ofSeconds(10)).until(() -> lost.size() == 1);
         assertThat(holder.release()).isFalse();
         try (RespClient client = RespClient.connect(redis.port())) {
