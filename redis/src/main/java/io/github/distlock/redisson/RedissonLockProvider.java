@@ -37,7 +37,10 @@ import org.redisson.api.RedissonClient;
  * reader's lease keys, and the permits), see {@link RedisLockInspector}; and it announces this
  * instance in a string {@code distlock:instance:{<client id>}} (one {@code SET ... PX}, no script: lock scripts are what
  * operators count) that expires after the watchdog timeout unless refreshed (every third of it) — the client id being
- * the first part of every owner field this client writes ({@link InstanceAnnouncer}).
+ * the first part of every owner field this client writes ({@link InstanceAnnouncer}). Its force release names each
+ * evicted owner on one channel in the same script, and every provider reports the matching lock it holds lost at once,
+ * watchdog or fixed lease ({@link Evictions}); a message that does not arrive leaves it to the lease check or the
+ * release, as before.
  *
  * <p>Each request is served by one {@link RedisLockKind}, picked once: Redisson's own locks ({@link RLockKind}), the
  * hand-off lock ({@link HandoffKind}) or permits ({@link PermitKind}); the kind acquires, renews, checks and releases,
