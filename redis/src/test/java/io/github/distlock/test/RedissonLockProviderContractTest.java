@@ -1,11 +1,19 @@
 package io.github.distlock.test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockType;
 import io.github.distlock.redisson.RedissonLockProvider;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
+import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.testsupport.RedisServerExtension;
@@ -36,16 +44,21 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
     static final RedisServerExtension redis = new RedisServerExtension();
 
     private static RedissonClient client;
+    /** The other instance's client: a client id of its own, shared by the tests (a client starts in seconds). */
+    private static RedissonClient otherClient;
 
     @BeforeAll
     static void connect() {
         client = newClient(redis.uri());
+        otherClient = newClient(redis.uri());
     }
 
     @AfterAll
     static void disconnect() {
-        if (client != null) {
-            client.shutdown();
+        for (RedissonClient each : new RedissonClient[] {client, otherClient}) {
+            if (each != null) {
+                each.shutdown();
+            }
         }
     }
 
@@ -102,5 +115,83 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
     @Override
     protected boolean closesKeys() {
         return true;
+    }
+
+    @Override
+    protected boolean closesPermits() {
+        return true;
+    }
+
+    /** The message to the holder's instance, not the lease check (a third of the watchdog) nor a minute's lease. */
+    @Override
+    protected Duration evictionNotice() {
+        return Duration.ofSeconds(2);
+    }
+
+    /**
+     * A provider on a client of its own, announced, and listening for evictions: a probe lock of a minute, evicted
+     * from this test's provider, is reported lost to it (a message published before its subscription would be lost).
+     */
+    @Override
+    protected LockProvider createOtherInstance() {
+        RedissonLockProvider other = new RedissonLockProvider(otherClient);
+        other.announce(new LockInstance("contract-other", "other-host", 2));
+        LockHandle probe = other.acquire(new LockRequest(key("probe"), 0, TimeUnit.MINUTES.toNanos(1), false,
+                LockType.REENTRANT, LockOwner.next())).join();
+        assertThat(probe).as("the probe lock").isNotNull();
+        CountDownLatch told = new CountDownLatch(1);
+        probe.whenLost(how -> told.countDown());
+        await("the other instance listening for evictions").atMost(slack()).until(() -> {
+            ((LockInspector) provider()).forceRelease(key("probe"));
+            return told.await(100, TimeUnit.MILLISECONDS);
+        });
+        probe.releaseAsync();
+        return other;
+    }
+
+    /**
+     * Every kind of Redis hold on another instance is told of its force release by the message, not by its lease: each
+     * holds a fixed lease of a minute, which no lease check looks at. FAIR and permits live in keys of their own, READ
+     * and WRITE in the read/write hash; the message names the key the caller locked. A force release from one reader's
+     * owner tells that reader only.
+     */
+    @Test
+    void aForceReleaseTellsEveryKindOfHolderOnAnotherInstanceAtOnce() {
+        RedissonLockProvider other = (RedissonLockProvider) createOtherInstance();
+        try {
+            LockInspector inspector = (LockInspector) provider();
+            long minute = TimeUnit.MINUTES.toNanos(1);
+            List<LockRequest> requests = List.of(
+                    new LockRequest(key("fair"), 0, minute, false, LockType.FAIR, LockOwner.next()),
+                    new LockRequest(key("write"), 0, minute, false, LockType.WRITE, LockOwner.next()),
+                    new LockRequest(key("permits"), 0, minute, false, LockType.REENTRANT, LockOwner.next(), 2));
+            for (LockRequest request : requests) {
+                LockHandle held = other.acquire(request).join();
+                assertThat(held).as(request.toString()).isNotNull();
+                List<String> lost = new CopyOnWriteArrayList<>();
+                held.whenLost(lost::add);
+                assertThat(inspector.forceRelease(request.key())).extracting(LockHolderInfo::owner)
+                        .containsExactly(other.ownerName(request.owner().id()));
+                await(request.type() + " told").atMost(evictionNotice()).until(() -> !lost.isEmpty());
+                assertThat(lost).singleElement().asString().contains("force-released");
+                assertThat(held.release()).isFalse();
+            }
+            String key = key("readers");
+            LockRequest first = new LockRequest(key, 0, minute, false, LockType.READ, LockOwner.next());
+            LockRequest second = new LockRequest(key, 0, minute, false, LockType.READ, LockOwner.next());
+            LockHandle evicted = other.acquire(first).join();
+            LockHandle kept = other.acquire(second).join();
+            List<String> lost = new CopyOnWriteArrayList<>();
+            evicted.whenLost(how -> lost.add("first"));
+            kept.whenLost(how -> lost.add("second"));
+            assertThat(inspector.forceRelease(key, other.ownerName(first.owner().id())).released()).isTrue();
+            await("the evicted reader told").atMost(evictionNotice()).until(() -> !lost.isEmpty());
+            assertThat(evicted.release()).isFalse();
+            assertThat(kept.release()).isTrue();
+            assertThat(lost).containsExactly("first");
+        }
+        finally {
+            other.close();
+        }
     }
 }
