@@ -1,6 +1,8 @@
 package io.github.distlock.redisson;
 
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -41,8 +43,11 @@ final class Evictions {
     private final RedissonClient redisson;
     private final String clientId;
     private final LeaseMonitor monitor;
-    /** The locks this provider holds now, by key and owner: the ones a message may name. */
-    private final ConcurrentHashMap<Held, RedissonLockHandle> held = new ConcurrentHashMap<>();
+    /**
+     * The locks this provider holds now, by key and owner: the ones a message may name. Several per owner: a writer's
+     * owner may also read the key it writes. The sets are changed only inside the map's atomic calls for their key.
+     */
+    private final ConcurrentHashMap<Held, Set<RedissonLockHandle>> held = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger registrations = new java.util.concurrent.atomic.AtomicInteger();
     private volatile CompletableFuture<Integer> subscription;
     private volatile boolean closed;
@@ -93,26 +98,40 @@ final class Evictions {
 
     /** {@code handle} is held from now on, under {@code key}: a message naming it reports it lost. */
     void held(String key, RedissonLockHandle handle) {
-        held.put(new Held(key, handle.owner()), handle);
+        held.compute(new Held(key, handle.owner()), (ignored, handles) -> {
+            Set<RedissonLockHandle> all = (handles != null) ? handles : new HashSet<>(2);
+            all.add(handle);
+            return all;
+        });
         subscribe();
         if (registrations.incrementAndGet() % SWEEP_EVERY == 0) {
             // a caller of the SPI that never releases a fixed lease would otherwise be remembered forever
             long now = System.nanoTime();
-            held.values().removeIf(stale -> stale.monitor == null && now - stale.heldSince
-                    > TimeUnit.MILLISECONDS.toNanos(stale.leaseMillis()));
+            for (Held each : held.keySet()) {
+                held.computeIfPresent(each, (ignored, handles) -> {
+                    handles.removeIf(stale -> stale.monitor == null
+                            && now - stale.heldSince > TimeUnit.MILLISECONDS.toNanos(stale.leaseMillis()));
+                    return handles.isEmpty() ? null : handles;
+                });
+            }
         }
     }
 
     /** {@code handle} is released or reported lost: no message concerns it any more. */
     void forget(String key, RedissonLockHandle handle) {
-        held.remove(new Held(key, handle.owner()), handle);
+        held.computeIfPresent(new Held(key, handle.owner()), (ignored, handles) -> {
+            handles.remove(handle);
+            return handles.isEmpty() ? null : handles;
+        });
     }
 
-    /** Reports the lock of {@code owner} on {@code key} lost, if this provider holds it; once, whoever comes first. */
+    /** Reports the locks of {@code owner} on {@code key} lost, if this provider holds any; once, whoever comes first. */
     void evicted(String key, long owner) {
-        RedissonLockHandle handle = held.remove(new Held(key, owner));
-        if (handle != null) {
-            monitor.reportLost(handle, REASON);
+        Set<RedissonLockHandle> handles = held.remove(new Held(key, owner));
+        if (handles != null) {
+            for (RedissonLockHandle handle : handles) {
+                monitor.reportLost(handle, REASON);
+            }
         }
     }
 

@@ -153,7 +153,7 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
      * Every kind of Redis hold on another instance is told of its force release by the message, not by its lease: each
      * holds a fixed lease of a minute, which no lease check looks at. FAIR and permits live in keys of their own, READ
      * and WRITE in the read/write hash; the message names the key the caller locked. A force release from one reader's
-     * owner tells that reader only.
+     * owner tells that reader only, and one from a writer that also reads tells both of its holds.
      */
     @Test
     void aForceReleaseTellsEveryKindOfHolderOnAnotherInstanceAtOnce() {
@@ -189,6 +189,19 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
             assertThat(evicted.release()).isFalse();
             assertThat(kept.release()).isTrue();
             assertThat(lost).containsExactly("first");
+
+            // a writer's owner reading the key it writes holds twice: both holds are told
+            String written = key("writer-reads");
+            LockOwner writerOwner = LockOwner.next();
+            LockHandle write = other.acquire(new LockRequest(written, 0, minute, false, LockType.WRITE, writerOwner)).join();
+            LockHandle read = other.acquire(new LockRequest(written, 0, minute, false, LockType.READ, writerOwner)).join();
+            assertThat(read).as("the writer's own read").isNotNull();
+            List<String> writerLost = new CopyOnWriteArrayList<>();
+            write.whenLost(how -> writerLost.add("write"));
+            read.whenLost(how -> writerLost.add("read"));
+            assertThat(inspector.forceRelease(written, other.ownerName(writerOwner.id())).released()).isTrue();
+            await("both holds of the writer told").atMost(evictionNotice()).until(() -> writerLost.size() == 2);
+            assertThat(writerLost).containsExactlyInAnyOrder("write", "read");
         }
         finally {
             other.close();
