@@ -72,6 +72,12 @@ class EtcdLockProviderContractTest extends LockProviderContractTest {
         }
     }
 
+    /** Every type: see {@link EtcdLockProvider#closeKey}. */
+    @Override
+    protected boolean closesKeys() {
+        return true;
+    }
+
     /** An operator deleting the lock's entries. */
     @Override
     protected void expireBehindItsBack(String key) {

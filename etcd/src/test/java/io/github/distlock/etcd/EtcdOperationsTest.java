@@ -48,6 +48,10 @@ class EtcdOperationsTest extends EtcdServerTestBase {
         return client.getKVClient().get(ByteSequence.from(key, StandardCharsets.UTF_8)).join().getKvs();
     }
 
+    private static long revision() {
+        return client.getKVClient().get(ByteSequence.from("-", StandardCharsets.UTF_8)).join().getHeader().getRevision();
+    }
+
     /**
      * The health indicator's question: a stalled etcd (connections open, no answer) gets {@code false} within the
      * timeout asked, not after gRPC's own timeouts, and {@code true} again once it answers.
@@ -122,8 +126,10 @@ class EtcdOperationsTest extends EtcdServerTestBase {
     }
 
     /**
-     * A closed key's marker is apart from the lock's entries and holds the reason; a try fails closed whether the
-     * key is free for it (a reader beside a reader) or taken (a writer), before it writes anything; reopened, it locks.
+     * A closed key's marker is apart from the lock's entries and holds the reason; every acquisition fails closed,
+     * whether the key is free for it (a reader beside a reader) or taken (a writer), trying once or ready to wait,
+     * without writing anything (the marker is checked in the transaction that would create its entry); the holder
+     * releases as usual; reopened, the key locks.
      */
     @Test
     void aClosedKeyKeepsItsReasonApartFromTheLockAndRefusesEveryTry() throws Exception {
@@ -132,12 +138,15 @@ class EtcdOperationsTest extends EtcdServerTestBase {
         assertThat(provider.closedMarker("closing")).isEqualTo(NAMESPACE + "%closed/closing");
         assertThat(at(provider.closedMarker("closing"))).extracting(kv -> EtcdTesting.text(kv.getValue()))
                 .containsExactly("sold out");
-        for (LockType type : List.of(LockType.READ, LockType.WRITE)) {
-            assertThatThrownBy(() -> acquire(provider, request("closing", Duration.ZERO, type))).as("a %s try", type)
-                    .hasRootCauseInstanceOf(LockKeyClosedException.class)
-                    .rootCause().hasMessage("Lock 'closing' is closed: sold out");
+        long before = revision();
+        for (Duration wait : List.of(Duration.ZERO, Duration.ofSeconds(30))) {
+            for (LockType type : List.of(LockType.READ, LockType.WRITE)) {
+                assertThatThrownBy(() -> acquire(provider, request("closing", wait, type)))
+                        .as("a %s waiting %s", type, wait).hasRootCauseInstanceOf(LockKeyClosedException.class)
+                        .rootCause().hasMessage("Lock 'closing' is closed: sold out");
+            }
         }
-        assertThat(EtcdTesting.entries(client, provider.lockPrefix("closing"))).as("entries").hasSize(1);
+        assertThat(revision()).as("etcd's revision after the refused tries: nothing written").isEqualTo(before);
         assertThat(reader.release()).as("the holder's release while closed").isTrue();
         provider.reopenKey("closing");
         assertThat(at(provider.closedMarker("closing"))).isEmpty();
