@@ -2,6 +2,8 @@ package io.github.distlock.etcd;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -17,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
@@ -230,8 +233,8 @@ public class EtcdLockProvider implements LockProvider, LockInspector, AutoClosea
         }
         String prefix = lockPrefix(key);
         TxnResponse answer = join(repository.close(bytes(closedMarker(key)), bytes(reason), bytes(prefix)));
-        List<io.etcd.jetcd.KeyValue> entries = new java.util.ArrayList<>(answer.getGetResponses().get(0).getKvs());
-        entries.sort(java.util.Comparator.comparingLong(io.etcd.jetcd.KeyValue::getCreateRevision));
+        List<KeyValue> entries = new ArrayList<>(answer.getGetResponses().get(0).getKvs());
+        entries.sort(Comparator.comparingLong(KeyValue::getCreateRevision));
         long waiters = entries.size() - EtcdLockInspector.holding(entries, prefix).size();
         log().info("distlock: lock '" + key + "' closed in etcd (" + reason + "); " + waiters + " waiter(s) told");
         return waiters;
@@ -241,10 +244,6 @@ public class EtcdLockProvider implements LockProvider, LockInspector, AutoClosea
     @Override
     public void reopenKey(String key) {
         join(repository.delete(bytes(closedMarker(key))));
-    }
-
-    LockKeyClosedException closed(String key, io.etcd.jetcd.KeyValue marker) {
-        return new LockKeyClosedException(key, text(marker.getValue()));
     }
 
     // ---------------------------------------------------------------- operations
