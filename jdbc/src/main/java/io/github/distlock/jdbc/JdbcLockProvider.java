@@ -349,6 +349,9 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
                     + " characters (column closed of table " + repository.table() + "), was "
                     + ((reason == null) ? "null" : reason.length() + " characters"));
         }
+        // taken before the row is closed: a waiter whose next try sees the closed row fails by itself meanwhile, and
+        // is counted all the same
+        List<JdbcAcquisition> waiting = pending.stream().filter(attempt -> attempt.request.key().equals(key)).toList();
         try {
             workers.onWorker(() -> {
                 repository.closeKey(key, reason);
@@ -359,10 +362,16 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
             throw new JdbcLockException("Closing lock '" + key + "' in table " + repository.table() + " failed", ex);
         }
         long told = 0;
-        for (JdbcAcquisition attempt : pending) {
-            if (attempt.request.key().equals(key)
-                    && attempt.future.completeExceptionally(new LockKeyClosedException(key, reason))) {
+        for (JdbcAcquisition attempt : waiting) {
+            attempt.future.completeExceptionally(new LockKeyClosedException(key, reason));
+            if (attempt.future.handle((handle, failure) -> failure instanceof LockKeyClosedException).getNow(false)) {
                 told++;
+            }
+        }
+        for (JdbcAcquisition attempt : pending) {
+            // arrived while the row was being closed: its next try would see it, this tells it now
+            if (attempt.request.key().equals(key)) {
+                attempt.future.completeExceptionally(new LockKeyClosedException(key, reason));
             }
         }
         return told;

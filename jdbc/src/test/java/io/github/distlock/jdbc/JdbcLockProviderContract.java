@@ -14,6 +14,7 @@ import io.github.distlock.DefaultLockTemplate;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -46,6 +47,29 @@ abstract class JdbcLockProviderContract extends LockProviderContractTest {
     @Override
     protected Duration watchdogTimeout() {
         return WATCHDOG;
+    }
+
+    /** Another application instance: a provider of its own on the same database, with its own instance id. */
+    @Override
+    protected LockProvider createOtherInstance() {
+        JdbcLockProvider other = new JdbcLockProvider(database().dataSource(), options());
+        other.announce(new LockInstance("other-instance", "host-of-the-other", 4343));
+        return other;
+    }
+
+    /** Keys are closed in their row, for the one type this backend takes. */
+    @Override
+    protected boolean closesKeys(LockType type) {
+        return type == LockType.REENTRANT;
+    }
+
+    /**
+     * At once on the instance that force-released; on another instance at its next renewal period (a third of the
+     * watchdog timeout, for watchdog locks and fixed leases alike), with a second of room for a loaded machine.
+     */
+    @Override
+    protected Duration evictionNotice() {
+        return WATCHDOG.dividedBy(3).plusSeconds(1);
     }
 
     /** Another process: a provider of its own (own instance id, own renewal), closed without a release. */
