@@ -259,8 +259,8 @@ final class JdbcWatchdog {
             else if (handle.watchedAt <= judged && watched.containsKey(handle.owner)) {
                 // a release of it unwatches it before its statement is sent: so this row was not freed by a release
                 unwatch(handle);
-                handle.reportLost("the watchdog found its row in " + table + " no longer its own (its lease ran out "
-                        + "or the row was changed behind its back)");
+                handle.reportLost("the watchdog found its row in " + table + " no longer its own (taken away by a "
+                        + "force release, its lease ran out, or the row was changed behind its back)");
             }
         }
         reportOverdue();
