@@ -11,6 +11,7 @@ import java.util.concurrent.locks.LockSupport;
 import io.github.distlock.ActiveLock;
 import io.github.distlock.LockActivity;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
@@ -72,6 +73,15 @@ public class SaleRecorder {
         return section;
     }
 
+    /** Notes the close of a recorded product's lock key (published on the selling thread, inside its section). */
+    @EventListener
+    public void soldOut(ProductLocks.ProductSoldOut event) {
+        Recording recording = recordings.get(event.productId());
+        if (recording != null) {
+            recording.keyClosed = new SaleTimeline.KeyClosed(recording.millis(System.nanoTime()), event.waitersTold());
+        }
+    }
+
     /**
      * The longest queue for the product's lock seen so far by the recording of its sale running now; 0 when none
      * runs or it samples no queue.
@@ -100,6 +110,7 @@ public class SaleRecorder {
         private final List<SaleTimeline.QueuePoint> queue = new ArrayList<>();
         private volatile boolean stopped;
         private volatile int mostWaiting;
+        private volatile SaleTimeline.KeyClosed keyClosed;
         private Thread sampler;
 
         private Recording(long productId, String lockKey) {
@@ -121,7 +132,7 @@ public class SaleRecorder {
             }
             ordered.sort(Comparator.comparingDouble(SaleTimeline.Section::enteredMillis));
             // the sampler has ended: its list is no longer written
-            return new SaleTimeline(millis(end), lockKey, ordered, List.copyOf(queue));
+            return new SaleTimeline(millis(end), lockKey, ordered, List.copyOf(queue), keyClosed);
         }
 
         private void sampleQueue() {

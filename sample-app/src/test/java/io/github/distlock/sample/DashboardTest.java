@@ -123,6 +123,11 @@ class DashboardTest {
                     .as("buyer %d entered after buyer %d left", i, i - 1)
                     .isGreaterThanOrEqualTo(inLock.get(i - 1).path("leftMillis").asDouble());
         }
+        // the third sale closed the key while the last five buyers were still queued, and they were told at once
+        JsonNode closed = locked.path("keyClosed");
+        assertThat(closed.path("waitersTold").asLong()).isEqualTo(buyers - stock);
+        assertThat(closed.path("atMillis").asDouble()).isBetween(inLock.get(stock - 1).path("enteredMillis").asDouble(),
+                inLock.get(stock - 1).path("leftMillis").asDouble());
         List<Integer> queue = new ArrayList<>();
         locked.path("queue").forEach(point -> queue.add(point.path("waiting").asInt()));
         assertThat(locked.path("lockKey").asString()).endsWith("product:" + latest.path("locked").path("productId"));
@@ -141,6 +146,7 @@ class DashboardTest {
         assertThat(latest.path("unsafe").path("oversold").asInt()).isEqualTo(buyers - stock);
         assertThat(unsafe.path("lockKey").isNull()).isTrue();
         assertThat(unsafe.path("queue").isEmpty()).isTrue();
+        assertThat(unsafe.path("keyClosed").isNull()).isTrue();
     }
 
     private static List<JsonNode> sections(JsonNode timeline) {
