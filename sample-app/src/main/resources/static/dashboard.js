@@ -127,12 +127,12 @@
     }
     if (t.keyClosed) {
       // the cliff in the queue: the sale that took the last item closed the key, and every queued buyer was told
-      var xc = x(t.keyClosed.atMillis), onLeft = xc > left + plotWidth * 0.6;
+      // the label goes on the side of the line with more room
+      var xc = x(t.keyClosed.atMillis), onLeft = xc - left > left + plotWidth - xc;
       out += '<line class="key-closed" x1="' + xc.toFixed(1) + '" x2="' + xc.toFixed(1) + '" y1="' + barsTop + '" y2="'
           + axisY + '" stroke="#222" stroke-dasharray="3,3"/>'
-          + svgText(xc + (onLeft ? -4 : 4), barsTop + barsHeight + 4, 'sold out: key closed, '
-          + t.keyClosed.waitersTold + ' queued buyers told at once', ' text-anchor="' + (onLeft ? 'end' : 'start')
-          + '" fill="#222"');
+          + svgText(xc + (onLeft ? -4 : 4), barsTop + barsHeight + 4, 'sold out, key closed: '
+          + t.keyClosed.waitersTold + ' queued told', ' text-anchor="' + (onLeft ? 'end' : 'start') + '" fill="#222"');
     }
     out += '<line x1="' + left + '" x2="' + (left + plotWidth) + '" y1="' + axisY + '" y2="' + axisY + '" stroke="#888"/>';
     return out + '</svg>';
