@@ -5,8 +5,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.LongConsumer;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongConsumer;
 
 import io.github.distlock.ActiveLock;
 import io.github.distlock.LockActivity;
@@ -187,7 +187,10 @@ public class SaleRecorder {
 
         /** The buyer got the item: the sale committed. */
         void sold() {
-            this.sold = true;
+            // NONE is shared by every unrecorded order: left untouched
+            if (recording != null) {
+                this.sold = true;
+            }
         }
 
         @Override
