@@ -3,6 +3,7 @@ package io.github.distlock.zookeeper;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 import io.github.distlock.spi.LockHandle;
 import org.apache.curator.framework.CuratorFramework;
@@ -71,6 +72,17 @@ final class ZooKeeperSession {
         for (ZooKeeperLockHandle handle : held) {
             handle.lost(reason);
         }
+    }
+
+    /** Fails the acquisitions still waiting that {@code which} selects, each with its own failure; how many. */
+    long failWaiting(Predicate<ZooKeeperAcquisition> which, Function<ZooKeeperAcquisition, Throwable> failure) {
+        long told = 0;
+        for (ZooKeeperAcquisition acquisition : waiting) {
+            if (which.test(acquisition) && acquisition.fail(failure.apply(acquisition))) {
+                told++;
+            }
+        }
+        return told;
     }
 
     /** Fails every acquisition still waiting, each with its own failure. */
