@@ -6,6 +6,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 import io.github.distlock.LockKeyClosedException;
 import org.apache.curator.framework.CuratorFramework;
@@ -20,15 +21,17 @@ import org.apache.zookeeper.Watcher;
  * segment>} whose data is the reason. Beside the base path, not under the key's lock node, where it would be sorted in
  * with the lock nodes (by Curator's recipe too) and would keep the container alive.
  *
- * <p>Invariant: no acquisition waits in the queue of a closed key. Each one reads the closed node before its lock node
- * is queued (sent right before the create, so it costs no extra round trip: ZooKeeper answers a session's requests in
- * order), and fails with {@link LockKeyClosedException} when it is there, even when the key is free. One that has to
- * wait then sets a watch on the closed node (an {@code exists} with this class's single watcher, which ZooKeeper keeps
- * once per path and session however many waiters share it) and reads it again in the same request: a close that lands
- * after the first read is seen by that read or fires that watch. A session's watch events come before the answers to
- * its later requests, so a close ordered before the holder's release fails the waiter before the waiter can see the
- * lock free. An acquisition that finds the key free and open when it reads takes the lock: it was concurrent with
- * the close, and ordered before it, as a holder the close finds keeps its lock.
+ * <p>Invariant: no acquisition that was queued when a close completed takes the lock afterwards, and none that starts
+ * after it queues. Each acquisition reads the closed node before its lock node is queued (sent right before the
+ * create, so it costs no extra round trip: ZooKeeper answers a session's requests in order), and fails with
+ * {@link LockKeyClosedException} when it is there, even when the key is free. One that has to wait then sets a watch
+ * on the closed node and looks at it in the same request (an {@code exists} with this class's single watcher, which
+ * ZooKeeper keeps once per path and session however many waiters share it): a close that lands after the first read
+ * is seen by that request or fires that watch. A session's watch events come in zxid order, before the answers to
+ * its later requests, and a closed node seen in an answer ends the waiters at once (their futures complete when the
+ * reason is read): so a close ordered before the holder's release ends the waiter before the waiter's listing can
+ * show it the lock free. An acquisition that finds the key open and free takes the lock: it was concurrent with the
+ * close and ordered before it, like a holder the close finds, which keeps its lock.
  *
  * <p>The watch of a key is removed when its last waiter here stops waiting, so that a session does not collect one
  * watch per key it ever waited for.
@@ -103,11 +106,19 @@ final class ClosedKeys {
         }
     }
 
-    /** Sets the watch on {@code path} and reads it in one request; a closed node fails the key's waiters. */
+    /**
+     * Sets the watch on {@code path} and looks at it in one request ({@code exists} sets it whether or not the node is
+     * there). A closed node fails the key's waiters right in the answer, before any later answer of the session could
+     * show one of them the lock free; their futures complete once the reason is read.
+     */
     private void arm(String path) throws Exception {
         client.checkExists().usingWatcher(watcher).inBackground((c, event) -> {
-            if (event.getStat() != null) {
+            KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
+            if (code == KeeperException.Code.OK && event.getStat() != null) {
                 failWaiters(path);
+            }
+            else if (code != KeeperException.Code.OK && code != KeeperException.Code.NONODE) {
+                failAll(path, KeeperException.create(code, path));
             }
         }).forPath(path);
     }
@@ -131,25 +142,28 @@ final class ClosedKeys {
         }
     }
 
-    /** Reads the reason and fails every waiter of the closed node at {@code path}. */
+    /** Fails every waiter of the closed node at {@code path} now, with the reason once it is read. */
     private void failWaiters(String path) {
+        CompletableFuture<String> reason = new CompletableFuture<>();
+        for (ZooKeeperAcquisition acquisition : waitersOf(path)) {
+            acquisition.failWith(reason.thenApply(text -> new LockKeyClosedException(acquisition.request.key(), text)));
+        }
         try {
             client.getData().inBackground((c, event) -> {
                 KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
                 if (code == KeeperException.Code.OK) {
-                    String reason = reason(event.getData());
-                    for (ZooKeeperAcquisition acquisition : waitersOf(path)) {
-                        acquisition.fail(new LockKeyClosedException(acquisition.request.key(), reason));
-                    }
+                    reason.complete(reason(event.getData()));
                 }
-                else if (code != KeeperException.Code.NONODE) {
-                    failAll(path, KeeperException.create(code, path));
+                else if (code == KeeperException.Code.NONODE) {
+                    reason.complete("(reopened since)");
                 }
-                // NONODE: reopened meanwhile; the watch set by arm() stays for the next close
+                else {
+                    reason.completeExceptionally(KeeperException.create(code, path));
+                }
             }).forPath(path);
         }
         catch (Exception ex) {
-            failAll(path, ex);
+            reason.completeExceptionally(ex);
         }
     }
 

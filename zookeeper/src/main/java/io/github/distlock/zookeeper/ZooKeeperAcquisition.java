@@ -264,6 +264,14 @@ final class ZooKeeperAcquisition {
 
     /** Ends the acquisition with {@code failure}; whether it was still waiting (and is now told). */
     boolean fail(Throwable failure) {
+        return failWith(CompletableFuture.completedFuture(failure));
+    }
+
+    /**
+     * Ends the acquisition now (it can no longer take the lock, and its node goes), and completes the caller's future
+     * with {@code failure} once that is known; whether it was still waiting.
+     */
+    boolean failWith(CompletableFuture<? extends Throwable> failure) {
         if (!state.compareAndSet(WAITING, ABANDONED)) {
             return false;
         }
@@ -272,8 +280,14 @@ final class ZooKeeperAcquisition {
         if (path != null) {
             repository.deleteQuietly(path);
         }
-        provider.runCallback(() -> future.completeExceptionally(failure));
+        failure.whenComplete((known, unknown) ->
+                provider.runCallback(() -> future.completeExceptionally((known != null) ? known : unknown)));
         return true;
+    }
+
+    /** Whether this acquisition ended with the lock (else it waits still, or ended without it). */
+    boolean acquiredTheLock() {
+        return state.get() == ACQUIRED;
     }
 
     /** The caller cancelled its future. */

@@ -237,10 +237,14 @@ public class ZooKeeperLockProvider implements LockProvider, LockInspector, AutoC
         Objects.requireNonNull(key, "closeKey: key");
         Objects.requireNonNull(reason, "closeKey: reason");
         String lockPath = lockPath(key);
+        // taken before the write: the watch may tell some of them before this thread does, and they count too
+        List<ZooKeeperAcquisition> waiters = session.waiting(acquisition -> acquisition.lockPath.equals(lockPath));
         try {
             closedKeys.close(key, reason);
-            long told = session.failWaiting(acquisition -> acquisition.lockPath.equals(lockPath),
-                    acquisition -> new LockKeyClosedException(key, reason));
+            for (ZooKeeperAcquisition waiter : waiters) {
+                waiter.fail(new LockKeyClosedException(key, reason));
+            }
+            long told = waiters.stream().filter(waiter -> !waiter.acquiredTheLock()).count();
             return Math.max(told, inspector.waitingNodes(key));
         }
         catch (Exception ex) {

@@ -1,5 +1,6 @@
 package io.github.distlock.zookeeper;
 
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -74,15 +75,9 @@ final class ZooKeeperSession {
         }
     }
 
-    /** Fails the acquisitions still waiting that {@code which} selects, each with its own failure; how many. */
-    long failWaiting(Predicate<ZooKeeperAcquisition> which, Function<ZooKeeperAcquisition, Throwable> failure) {
-        long told = 0;
-        for (ZooKeeperAcquisition acquisition : waiting) {
-            if (which.test(acquisition) && acquisition.fail(failure.apply(acquisition))) {
-                told++;
-            }
-        }
-        return told;
+    /** The acquisitions waiting now that {@code which} selects. */
+    List<ZooKeeperAcquisition> waiting(Predicate<ZooKeeperAcquisition> which) {
+        return waiting.stream().filter(which).toList();
     }
 
     /** Fails every acquisition still waiting, each with its own failure. */
