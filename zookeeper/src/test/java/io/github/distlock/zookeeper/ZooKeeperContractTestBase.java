@@ -76,6 +76,11 @@ abstract class ZooKeeperContractTestBase extends LockProviderContractTest {
         return true;
     }
 
+    @Override
+    protected boolean closesKeys(LockType type) {
+        return true;
+    }
+
     /** An operator deleting the lock's nodes. */
     @Override
     protected void expireBehindItsBack(String key) {
