@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -38,6 +39,8 @@ final class ZooKeeperLockInspector {
     private static final int FORCE_RELEASE_ATTEMPTS = 10;
 
     private final CuratorFramework client;
+    /** Where the announcement is written, never a Curator thread. */
+    private final Executor background;
     private final String basePath;
     private final String instancesPath;
     private final String instanceId;
@@ -45,8 +48,9 @@ final class ZooKeeperLockInspector {
     private volatile @Nullable LockInstance announced;
     private @Nullable CompletableFuture<Boolean> pendingPing;
 
-    ZooKeeperLockInspector(CuratorFramework client, String basePath, String instanceId) {
+    ZooKeeperLockInspector(CuratorFramework client, String basePath, String instanceId, Executor background) {
         this.client = client;
+        this.background = background;
         this.basePath = basePath;
         this.instancesPath = basePath + "-instances";
         this.instanceId = instanceId;
@@ -224,6 +228,16 @@ final class ZooKeeperLockInspector {
     }
 
     private void writeAnnouncement() {
+        // off Curator's threads: the writes below wait for ZooKeeper
+        background.execute(this::writeAnnouncementNow);
+    }
+
+    /**
+     * Creates the announcement in the current session. A node left by an earlier session of this provider (the client
+     * moved on before the server expired that session) would vanish when it expires: it is replaced, not written to.
+     * The path holds this provider's own random id, so no other instance's node is touched.
+     */
+    private void writeAnnouncementNow() {
         LockInstance self = announced;
         if (self == null) {
             return;
@@ -231,16 +245,33 @@ final class ZooKeeperLockInspector {
         String path = ZKPaths.makePath(instancesPath, LockPaths.segment(instanceId));
         byte[] data = (self.pid() + "\n" + self.host() + "\n" + self.application()).getBytes(StandardCharsets.UTF_8);
         try {
-            client.create().orSetData().creatingParentsIfNeeded().withMode(CreateMode.EPHEMERAL)
-                    .inBackground((c, event) -> {
-                        if (event.getResultCode() != KeeperException.Code.OK.intValue()) {
-                            ZooKeeperLockProvider.log().debug("Could not announce this instance at " + path + ": "
-                                    + KeeperException.Code.get(event.getResultCode()) + "; again on reconnection");
-                        }
-                    }).forPath(path, data);
+            for (int attempt = 0; attempt < 3; attempt++) {
+                try {
+                    client.create().creatingParentsIfNeeded().withMode(CreateMode.EPHEMERAL).forPath(path, data);
+                    return;
+                }
+                catch (KeeperException.NodeExistsException exists) {
+                    Stat stat = client.checkExists().forPath(path);
+                    if (stat == null) {
+                        continue;
+                    }
+                    if (stat.getEphemeralOwner() == client.getZookeeperClient().getZooKeeper().getSessionId()) {
+                        client.setData().withVersion(stat.getVersion()).forPath(path, data);
+                        return;
+                    }
+                    client.delete().withVersion(stat.getVersion()).forPath(path);
+                }
+                catch (KeeperException.NoNodeException | KeeperException.BadVersionException changed) {
+                    // deleted or written meanwhile: look again
+                }
+            }
         }
         catch (Exception ex) {
-            ZooKeeperLockProvider.log().debug("Could not announce this instance at " + path, ex);
+            if (ex instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            ZooKeeperLockProvider.log().debug("Could not announce this instance at " + path
+                    + "; again when the connection is back", ex);
         }
     }
 
@@ -268,7 +299,9 @@ final class ZooKeeperLockInspector {
     /** Stops announcing and deletes the announcement (in the background; the session's end deletes it anyway). */
     void close() {
         client.getConnectionStateListenable().removeListener(reannounce);
-        if (announced != null) {
+        LockInstance was = announced;
+        announced = null;
+        if (was != null) {
             try {
                 client.delete().quietly().inBackground()
                         .forPath(ZKPaths.makePath(instancesPath, LockPaths.segment(instanceId)));

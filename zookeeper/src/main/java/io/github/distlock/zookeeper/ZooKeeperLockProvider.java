@@ -118,7 +118,7 @@ public class ZooKeeperLockProvider implements LockProvider, LockInspector, AutoC
         this.repository = new ZooKeeperLockRepository(client);
         this.session = new ZooKeeperSession(client);
         this.closedKeys = new ClosedKeys(client, this.basePath);
-        this.inspector = new ZooKeeperLockInspector(client, this.basePath, instanceId);
+        this.inspector = new ZooKeeperLockInspector(client, this.basePath, instanceId, this::runCallback);
         this.timer = Executors.newSingleThreadScheduledExecutor(task -> daemon(task, "distlock-zookeeper-timer"));
         this.callbacks = Executors.newCachedThreadPool(task -> daemon(task, "distlock-zookeeper-callback"));
         session.listen();
