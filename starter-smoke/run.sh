@@ -114,6 +114,7 @@ STARTER="$M2/io/github/distlock/distlock-spring-boot-starter/$VERSION/distlock-s
 # ---------------------------------------------------------------------------------------------------------------- 2
 APP="$WORK/app"
 log "2. a fresh application in $APP (spring-boot-starter-parent $BOOT_VERSION)"
+log "   built and run on $("${JAVA_HOME:+$JAVA_HOME/bin/}java" -version 2>&1 | head -n 1)"
 mkdir -p "$APP"
 cp -R "$TEMPLATE/." "$APP/"
 rm -f "$APP/pom.xml.in" "$APP/src/main/java/com/example/smoke/OrderService.java.in"
@@ -257,12 +258,14 @@ else
   log "   no openssl: the SSL run is SKIPPED"
 fi
 
+# --repl-diskless-sync-delay 0: the master sends the replica its first copy at once (Redis 7.0 waits 5 s for more
+# replicas to join by default)
 if [[ $TLS == 1 ]]; then
-  start_redis master --tls-port @TLS_PORT@ --tls-cert-file "$WORK/server.pem" --tls-key-file "$WORK/server-key.pem" \
-    --tls-ca-cert-file "$WORK/ca.pem" --tls-auth-clients yes
+  start_redis master --repl-diskless-sync-delay 0 --tls-port @TLS_PORT@ --tls-cert-file "$WORK/server.pem" \
+    --tls-key-file "$WORK/server-key.pem" --tls-ca-cert-file "$WORK/ca.pem" --tls-auth-clients yes
   MASTER_TLS_PORT=$TLS_PORT
 else
-  start_redis master
+  start_redis master --repl-diskless-sync-delay 0
 fi
 MASTER_PORT=$PORT
 start_redis replica --replicaof 127.0.0.1 "$MASTER_PORT" --masterauth "$PASSWORD"
@@ -288,6 +291,9 @@ run_app() {
   shift
   RUN=$((RUN + 1))
   rm -f "$WORK/release"
+  # the file exists before the application starts: the loop below reads it at once, maybe before the shell that starts
+  # the application has opened it
+  : >"$WORK/app-$name.log"
   # C1 only: a short-lived application starts faster
   REDIS_PASSWORD="$PASSWORD" "$JAVA" -XX:TieredStopAtLevel=1 -jar "$APP/target/app.jar" --smoke.release-file="$WORK/release" "$@" \
     >"$WORK/app-$name.log" 2>&1 &

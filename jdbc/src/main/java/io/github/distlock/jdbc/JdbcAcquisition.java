@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
@@ -56,7 +57,12 @@ final class JdbcAcquisition {
         try {
             long sentAt = System.nanoTime();
             try {
-                token = services.repository().tryAcquire(grant);
+                JdbcLockRepository.Claim claim = services.repository().tryAcquire(grant);
+                if (claim.closed() != null) {
+                    future.completeExceptionally(new LockKeyClosedException(request.key(), claim.closed()));
+                    return;
+                }
+                token = claim.token();
             }
             catch (SQLException ex) {
                 if (!JdbcDialect.isConflict(ex)) {
@@ -84,6 +90,9 @@ final class JdbcAcquisition {
                         request.leaseNanos(), request.fenced() ? token : -1, sentAt);
                 if (watchdog) {
                     renewal.watch(handle);
+                }
+                else {
+                    renewal.track(handle);
                 }
                 if (!future.complete(handle)) {
                     // the caller stopped waiting (cancelled) or close() failed it: give the lock straight back

@@ -98,6 +98,9 @@ final class JdbcLockHandle implements LockHandle {
         if (watchdog) {
             services.watchdog().unwatch(this);
         }
+        else {
+            services.watchdog().untrack(this);
+        }
         state.compareAndSet(HELD, RELEASING);
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         Runnable release = () -> {

@@ -1,18 +1,32 @@
 package io.github.distlock.jdbc;
 
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import javax.sql.DataSource;
 
 import io.github.distlock.DistlockConfigurationException;
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.jspecify.annotations.Nullable;
@@ -54,14 +68,24 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  * {@code READ}/{@code WRITE} several holders per key with their own expiries; neither is offered, and asking for them
  * fails with an {@link IllegalArgumentException}.
  *
- * <p>The table must exist: the constructor checks it (and the connection) and fails with a
+ * <p>Operations ({@link LockInspector}): the holder of a key on any instance, read from its row; a force release that
+ * frees the row in one transaction and tells the evicted holder (at once on this instance; on another at its next
+ * renewal period, which also checks that instance's fixed-lease locks with one read by primary key); a ping
+ * ({@code SELECT 1}); instances announce themselves in the table {@code <table>_peers}, renewed with the locks and
+ * ignored once expired. Keys are closed in their row ({@code closed}, the reason), which the statement that takes a
+ * key checks itself, so that every instance sees it.
+ *
+ * <p>The tables must exist: the constructor checks them (and the connection) and fails with a
  * {@link DistlockConfigurationException} naming the schema script in this jar
  * ({@code io/github/distlock/jdbc/schema-<database>.sql}) and the property that creates it.
  */
-public class JdbcLockProvider implements LockProvider, AutoCloseable {
+public class JdbcLockProvider implements LockProvider, LockInspector, AutoCloseable {
 
     /** The longest key the table holds ({@code lock_key VARCHAR(255)}), in UTF-16 chars ({@link String#length()}). */
     public static final int MAX_KEY_LENGTH = 255;
+
+    /** The longest reason {@link #closeKey} keeps (column {@code closed VARCHAR(255)}). */
+    public static final int MAX_REASON_LENGTH = 255;
 
     private final JdbcLockOptions options;
     /** This provider's identity in the table: owners are {@code <instance>:<owner id>}, watchdog rows carry it. */
@@ -77,6 +101,10 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     /** Loss reports: a callback that blocks must not hold up renewals. */
     private final ExecutorService callbacks;
     private final JdbcLockServices services;
+
+    /** Runs pings: a database that does not answer holds up this thread, never a caller's. */
+    private final ExecutorService pings;
+    private @Nullable CompletableFuture<Void> pendingPing;
 
     private final Set<JdbcAcquisition> pending = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
@@ -104,6 +132,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         this.workers = new JdbcWorkers(options.threads());
         this.watchdog = new JdbcWatchdog(repository, watchdogNanos);
         this.callbacks = Executors.newCachedThreadPool(JdbcWorkers.daemons("distlock-jdbc-callback"));
+        this.pings = Executors.newSingleThreadExecutor(JdbcWorkers.daemons("distlock-jdbc-ping"));
         this.services = new JdbcLockServices(repository, workers, watchdog,
                 new JdbcGiveBack(repository, workers, watchdog), callbacks);
     }
@@ -176,6 +205,192 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         return out.toString();
     }
 
+    // ---------------------------------------------------------------- operations (LockInspector) and closing keys
+
+    /**
+     * The holder of {@code key} on any instance, read from its row by the database's clock: at most one, mode
+     * {@code exclusive} (the only type this backend takes), its owner as {@link #ownerName} writes it, its instance as
+     * that instance {@linkplain #announce announced} itself (while its entry lives).
+     */
+    @Override
+    public List<LockHolderInfo> holders(String key) {
+        checkKey(key);
+        try {
+            return workers.onWorker(() -> describe(key, repository.holders(key)));
+        }
+        catch (SQLException ex) {
+            throw new JdbcLockException("Reading the holders of lock '" + key + "' in table " + repository.table()
+                    + " failed", ex);
+        }
+    }
+
+    /**
+     * Frees {@code key} whoever holds it, keeping its fencing token and whether it is closed. The evicted holder is
+     * told through {@link LockHandle#whenLost} at once when it is on this instance, and at its instance's next renewal
+     * period (a third of the watchdog timeout) otherwise, for a watchdog lock or a fixed lease alike.
+     */
+    @Override
+    public List<LockHolderInfo> forceRelease(String key) {
+        ForceRelease result = forceRelease(key, null);
+        return result.released() ? result.holders() : List.of();
+    }
+
+    /**
+     * Like {@link #forceRelease(String)}, only while {@code expectedOwner} holds {@code key}: the row is read and freed
+     * in one transaction ({@code SELECT ... FOR UPDATE}, then an {@code UPDATE} naming the owner read).
+     */
+    @Override
+    public ForceRelease forceRelease(String key, @Nullable String expectedOwner) {
+        checkKey(key);
+        try {
+            return workers.onWorker(() -> {
+                JdbcLockRepository.Eviction eviction = repository.forceRelease(key, expectedOwner);
+                if (eviction.released()) {
+                    for (JdbcLockRepository.Hold hold : eviction.holds()) {
+                        watchdog.evicted(hold.owner(), "force-released by an operator");
+                    }
+                }
+                return new ForceRelease(eviction.released(), describe(key, eviction.holds()));
+            });
+        }
+        catch (SQLException ex) {
+            throw new JdbcLockException("Force-releasing lock '" + key + "' in table " + repository.table()
+                    + " failed", ex);
+        }
+    }
+
+    private List<LockHolderInfo> describe(String key, List<JdbcLockRepository.Hold> holds) throws SQLException {
+        List<LockHolderInfo> holders = new ArrayList<>(holds.size());
+        for (JdbcLockRepository.Hold hold : holds) {
+            int colon = hold.owner().lastIndexOf(':');
+            String instanceId = (colon > 0) ? hold.owner().substring(0, colon) : null;
+            LockInstance named = (instanceId == null) ? null
+                    : instanceId.equals(instance) ? watchdog.announced() : repository.peer(instanceId);
+            holders.add(new LockHolderInfo(key, hold.owner(), instanceId, named, "exclusive",
+                    Duration.of(Math.max(0, hold.remainingMicros()), ChronoUnit.MICROS)));
+        }
+        return holders;
+    }
+
+    /** {@code <instance id>:<owner id>}, as this provider writes it into the {@code owner} column. */
+    @Override
+    public String ownerName(long ownerId) {
+        return instance + ":" + ownerId;
+    }
+
+    /**
+     * {@code SELECT 1} on a connection of the {@link DataSource}, waited for at most {@code timeout}. At most one ping
+     * is in flight: while the database does not answer (or the pool has no connection to give), later pings wait for
+     * the same one instead of taking more of the pool's connections.
+     */
+    @Override
+    public boolean ping(Duration timeout) {
+        CompletableFuture<Void> ping;
+        synchronized (this) {
+            ping = pendingPing;
+            if (ping == null || ping.isDone()) {
+                int seconds = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (timeout.toMillis() + 999) / 1000));
+                try {
+                    ping = CompletableFuture.runAsync(() -> {
+                        try {
+                            repository.ping(seconds);
+                        }
+                        catch (SQLException ex) {
+                            throw new JdbcLockException("ping failed", ex);
+                        }
+                    }, pings);
+                }
+                catch (RejectedExecutionException ex) {
+                    // closed
+                    return false;
+                }
+                pendingPing = ping;
+            }
+        }
+        try {
+            ping.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+            return true;
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        catch (ExecutionException | TimeoutException ex) {
+            return false;
+        }
+    }
+
+    /**
+     * Writes this instance into the table {@code <table>_peers} (in the background: the startup never waits for the
+     * database), renewed with the locks every third of the watchdog timeout and deleted by {@link #close()}; an entry
+     * not renewed for a watchdog timeout (the instance died) is ignored by {@link #holders}.
+     */
+    @Override
+    public void announce(LockInstance self) {
+        watchdog.announce(Objects.requireNonNull(self, "self"));
+        workers.execute(watchdog::announceSafely);
+    }
+
+    /**
+     * Closes {@code key} in its row (created, free, when the key was never locked), where every instance's acquisitions
+     * see it in the statement that would take the key: each of them fails with {@link LockKeyClosedException} at its
+     * next try, a waiter of this instance at once, a waiter of another instance at its next poll (within
+     * {@code distlock.jdbc.max-poll-interval}). The holder keeps its lock.
+     *
+     * @param reason at most 255 characters (column {@code closed})
+     * @return the waiters of this instance told; those of other instances are not counted
+     * @throws IllegalArgumentException when {@code reason} is {@code null} or longer than 255 characters
+     */
+    @Override
+    public long closeKey(String key, String reason) {
+        checkKey(key);
+        if (reason == null || reason.length() > MAX_REASON_LENGTH) {
+            throw new IllegalArgumentException("closeKey(key, reason): reason must be at most " + MAX_REASON_LENGTH
+                    + " characters (column closed of table " + repository.table() + "), was "
+                    + ((reason == null) ? "null" : reason.length() + " characters"));
+        }
+        // taken before the row is closed: a waiter whose next try sees the closed row fails by itself meanwhile, and
+        // is counted all the same
+        List<JdbcAcquisition> waiting = pending.stream().filter(attempt -> attempt.request.key().equals(key)).toList();
+        try {
+            workers.onWorker(() -> {
+                repository.closeKey(key, reason);
+                return null;
+            });
+        }
+        catch (SQLException ex) {
+            throw new JdbcLockException("Closing lock '" + key + "' in table " + repository.table() + " failed", ex);
+        }
+        long told = 0;
+        for (JdbcAcquisition attempt : waiting) {
+            attempt.future.completeExceptionally(new LockKeyClosedException(key, reason));
+            if (attempt.future.handle((handle, failure) -> failure instanceof LockKeyClosedException).getNow(false)) {
+                told++;
+            }
+        }
+        for (JdbcAcquisition attempt : pending) {
+            // arrived while the row was being closed: its next try would see it, this tells it now
+            if (attempt.request.key().equals(key)) {
+                attempt.future.completeExceptionally(new LockKeyClosedException(key, reason));
+            }
+        }
+        return told;
+    }
+
+    /** Clears the key's closed mark: acquisitions on every instance take it again from their next try. */
+    @Override
+    public void reopenKey(String key) {
+        checkKey(key);
+        try {
+            workers.onWorker(() -> {
+                repository.reopenKey(key);
+                return null;
+            });
+        }
+        catch (SQLException ex) {
+            throw new JdbcLockException("Reopening lock '" + key + "' in table " + repository.table() + " failed", ex);
+        }
+    }
 
     /** The dialect detected from the connection (for tests and diagnostics). */
     JdbcDialect dialect() {
@@ -208,6 +423,7 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
     public void close() {
         closed = true;
         watchdog.stop();
+        retire();
         workers.shutdown();
         // before the watched locks are told: a try that watches its handle and then completes its future either
         // completes it first (and so was watched before the loop below), or finds it failed and gives the lock back
@@ -217,7 +433,33 @@ public class JdbcLockProvider implements LockProvider, AutoCloseable {
         }
         watchdog.reportAllLost("lock provider closed: renewal stopped");
         // after the reports: those already handed to it still run
-        callbacks.shutdown();
+        callbacks.shutdown();        pings.shutdownNow();
+    }
+
+    /**
+     * Deletes this instance's announcement, waiting a second at most: a database that does not answer must not hold up
+     * the shutdown (the entry then expires by itself).
+     */
+    private void retire() {
+        if (watchdog.announced() == null) {
+            return;
+        }
+        try {
+            CompletableFuture.runAsync(() -> {
+                try {
+                    repository.retire();
+                }
+                catch (SQLException ex) {
+                    throw new JdbcLockException("Deleting this instance's entry failed", ex);
+                }
+            }, pings).get(1, TimeUnit.SECONDS);
+        }
+        catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+        catch (ExecutionException | TimeoutException | RejectedExecutionException ex) {
+            // expires by itself within the watchdog timeout
+        }
     }
 
     @Override

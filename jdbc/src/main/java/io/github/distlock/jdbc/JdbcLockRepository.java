@@ -4,12 +4,21 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.nio.charset.StandardCharsets;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 import javax.sql.DataSource;
 
 import io.github.distlock.DistlockConfigurationException;
+import io.github.distlock.spi.LockInstance;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The lock table's statements: take a row, free it, renew an instance's rows, raise a token, read whether a row is
@@ -44,14 +53,16 @@ final class JdbcLockRepository {
                 throw new DistlockConfigurationException(ex.getMessage() + ".",
                         "Use a supported database for locks, or another distlock backend (distlock.backend).", ex);
             }
-            try (PreparedStatement statement = connection.prepareStatement(
-                    "SELECT lock_key, owner, instance, expires_at, token FROM " + table + " WHERE 1 = 0");
-                    ResultSet ignored = statement.executeQuery()) {
+            try (PreparedStatement locks = connection.prepareStatement(lockTableCheck(table));
+                    PreparedStatement peers = connection.prepareStatement(peerTableCheck(table))) {
+                locks.executeQuery().close();
+                peers.executeQuery().close();
                 return dialect;
             }
             catch (SQLException ex) {
-                throw new DistlockConfigurationException("distlock's lock table '" + table + "' is missing or not as "
-                        + "its schema script makes it (" + connection.getMetaData().getDatabaseProductName() + "): "
+                throw new DistlockConfigurationException("distlock's lock table '" + table + "' (or its table of "
+                        + "instances '" + table + PEERS + "') is missing or not as its schema script makes it ("
+                        + connection.getMetaData().getDatabaseProductName() + "): "
                         + ex.getMessage(),
                         "Create the table with the script " + dialect.schemaScript() + " in the distlock-jdbc jar (by "
                         + "hand, Flyway or Liquibase), or set distlock.jdbc.initialize-schema=always to let distlock "
@@ -63,6 +74,19 @@ final class JdbcLockRepository {
                     + table + "': " + ex.getMessage(),
                     "Check the DataSource (spring.datasource.*) and that the database is up.", ex);
         }
+    }
+
+    /** The suffix of the table of instances: {@code <table>_peers}. */
+    static final String PEERS = "_peers";
+
+    /** A read of every column of the lock table that fails unless the table is as its schema script makes it. */
+    static String lockTableCheck(String table) {
+        return "SELECT lock_key, owner, instance, expires_at, token, closed FROM " + table + " WHERE 1 = 0";
+    }
+
+    /** A read of every column of the table of instances that fails unless it is as the schema script makes it. */
+    static String peerTableCheck(String table) {
+        return "SELECT instance, application, host, pid, expires_at FROM " + table + PEERS + " WHERE 1 = 0";
     }
 
     JdbcDialect dialect() {
@@ -120,8 +144,245 @@ final class JdbcLockRepository {
      * One try to take {@code grant}'s key (see {@link JdbcDialect#tryAcquire}): its token when taken, {@code null}
      * when another owner holds it.
      */
-    Long tryAcquire(JdbcDialect.Grant grant) throws SQLException {
-        return withConnection(connection -> dialect.tryAcquire(connection, table, grant));
+    Claim tryAcquire(JdbcDialect.Grant grant) throws SQLException {
+        return withConnection(connection -> {
+            Long token = dialect.tryAcquire(connection, table, grant);
+            // only a try that did not get the key asks why: the claim itself left a closed key alone
+            return new Claim(token, (token != null) ? null : closedReason(connection, grant.key()));
+        });
+    }
+
+    /**
+     * The outcome of one try.
+     *
+     * @param token as {@link JdbcDialect#tryAcquire}: {@code null} when not taken
+     * @param closed why the key is closed, when it was not taken because it is; otherwise {@code null}
+     */
+    record Claim(@Nullable Long token, @Nullable String closed) {
+    }
+
+    private @Nullable String closedReason(Connection connection, String key) throws SQLException {
+        try (PreparedStatement statement = connection.prepareStatement("SELECT closed FROM " + table
+                + " WHERE lock_key = ?")) {
+            statement.setString(1, key);
+            try (ResultSet rows = statement.executeQuery()) {
+                return rows.next() ? rows.getString(1) : null;
+            }
+        }
+    }
+
+    /**
+     * Closes {@code key} with {@code reason}: marks its row, creating it (free) when the key was never locked. A holder
+     * keeps its row.
+     */
+    void closeKey(String key, String reason) throws SQLException {
+        String now = dialect.now();
+        withConnection(connection -> {
+            for (int attempt = 1; ; attempt++) {
+                try (PreparedStatement close = connection.prepareStatement("UPDATE " + table
+                        + " SET closed = ? WHERE lock_key = ?")) {
+                    close.setString(1, reason);
+                    close.setString(2, key);
+                    if (close.executeUpdate() > 0) {
+                        return null;
+                    }
+                }
+                try (PreparedStatement create = connection.prepareStatement("INSERT INTO " + table
+                        + " (lock_key, owner, instance, expires_at, token, closed) VALUES (?, NULL, NULL, " + now + ", "
+                        + now + ", ?)")) {
+                    create.setString(1, key);
+                    create.setString(2, reason);
+                    create.executeUpdate();
+                    return null;
+                }
+                catch (SQLException ex) {
+                    // another instance created the row in between (locked or closed it): the UPDATE finds it now
+                    if (attempt >= 3 || !(JdbcDialect.isDuplicateKey(ex) || JdbcDialect.isConflict(ex))) {
+                        throw ex;
+                    }
+                }
+            }
+        });
+    }
+
+    /** Reopens {@code key}: clears its row's reason; nothing when it has no row or is open. */
+    void reopenKey(String key) throws SQLException {
+        update("UPDATE " + table + " SET closed = NULL WHERE lock_key = ?", key);
+    }
+
+    /**
+     * The live hold of a key, by the database's clock.
+     *
+     * @param owner {@code <instance>:<owner id>}
+     * @param remainingMicros how long its lease has left
+     */
+    record Hold(String owner, long remainingMicros) {
+    }
+
+    /** Who holds {@code key} now: empty or one hold. */
+    List<Hold> holders(String key) throws SQLException {
+        return withConnection(connection -> readHold(connection, key, false));
+    }
+
+    private List<Hold> readHold(Connection connection, String key, boolean forUpdate) throws SQLException {
+        String now = dialect.now();
+        try (PreparedStatement statement = connection.prepareStatement("SELECT owner, expires_at - " + now
+                + " FROM " + table + " WHERE lock_key = ? AND owner IS NOT NULL AND expires_at > " + now
+                + (forUpdate ? " FOR UPDATE" : ""))) {
+            statement.setString(1, key);
+            try (ResultSet rows = statement.executeQuery()) {
+                return rows.next() ? List.of(new Hold(rows.getString(1), rows.getLong(2))) : List.of();
+            }
+        }
+    }
+
+    /**
+     * Frees {@code key} if it is held (by {@code expectedOwner}, unless that is {@code null}), keeping its token and
+     * whether it is closed. One transaction: the row is read and locked ({@code SELECT ... FOR UPDATE}, which every
+     * dialect has) and freed by the owner read, so that the holds returned are exactly the ones evicted.
+     *
+     * @return whether it was freed, with the hold evicted; otherwise with the hold now (empty when free)
+     */
+    Eviction forceRelease(String key, @Nullable String expectedOwner) throws SQLException {
+        String now = dialect.now();
+        return withConnection(connection -> {
+            connection.setAutoCommit(false);
+            try {
+                List<Hold> holds = readHold(connection, key, true);
+                boolean evict = !holds.isEmpty()
+                        && (expectedOwner == null || expectedOwner.equals(holds.get(0).owner()));
+                if (evict) {
+                    try (PreparedStatement free = connection.prepareStatement("UPDATE " + table + " SET owner = NULL, "
+                            + "instance = NULL, expires_at = " + now + " WHERE lock_key = ? AND owner = ?")) {
+                        free.setString(1, key);
+                        free.setString(2, holds.get(0).owner());
+                        evict = free.executeUpdate() == 1;
+                    }
+                }
+                connection.commit();
+                return new Eviction(evict, holds);
+            }
+            catch (SQLException | RuntimeException ex) {
+                connection.rollback();
+                throw ex;
+            }
+            finally {
+                connection.setAutoCommit(true);
+            }
+        });
+    }
+
+    /**
+     * The answer of {@link #forceRelease}.
+     *
+     * @param released whether the key was freed
+     * @param holds the hold evicted when released, otherwise the hold now
+     */
+    record Eviction(boolean released, List<Hold> holds) {
+    }
+
+    /**
+     * The owners of the live rows of {@code keys} now, by key: one read by primary key, for the fixed-lease locks of
+     * this instance, to find those taken away.
+     */
+    Map<String, String> liveOwners(Collection<String> keys) throws SQLException {
+        String now = dialect.now();
+        String in = String.join(", ", Collections.nCopies(keys.size(), "?"));
+        return withConnection(connection -> {
+            Map<String, String> owners = new HashMap<>();
+            try (PreparedStatement statement = connection.prepareStatement("SELECT lock_key, owner FROM " + table
+                    + " WHERE lock_key IN (" + in + ") AND owner IS NOT NULL AND expires_at > " + now)) {
+                int index = 1;
+                for (String key : keys) {
+                    statement.setString(index++, key);
+                }
+                try (ResultSet rows = statement.executeQuery()) {
+                    while (rows.next()) {
+                        owners.put(keyOf(rows), rows.getString(2));
+                    }
+                }
+            }
+            return owners;
+        });
+    }
+
+    /** The key of a row: MySQL keeps it as bytes (see its schema script). */
+    private static String keyOf(ResultSet rows) throws SQLException {
+        Object key = rows.getObject(1);
+        return (key instanceof byte[] bytes) ? new String(bytes, StandardCharsets.UTF_8) : rows.getString(1);
+    }
+
+    /**
+     * Writes (or renews) this instance's entry in the table of instances, living {@code leaseMicros} from the
+     * database's now. The first write also drops the entries of instances gone for a day, so that the table does not
+     * grow with every restart.
+     */
+    void announce(LockInstance self, long leaseMicros) throws SQLException {
+        String now = dialect.now();
+        String application = clip(self.application());
+        String host = clip(self.host());
+        withConnection(connection -> {
+            try (PreparedStatement renew = connection.prepareStatement("UPDATE " + table + PEERS
+                    + " SET application = ?, host = ?, pid = ?, expires_at = " + now + " + ? WHERE instance = ?")) {
+                renew.setString(1, application);
+                renew.setString(2, host);
+                renew.setLong(3, self.pid());
+                renew.setLong(4, leaseMicros);
+                renew.setString(5, instance);
+                if (renew.executeUpdate() > 0) {
+                    return null;
+                }
+            }
+            try (PreparedStatement create = connection.prepareStatement("INSERT INTO " + table + PEERS
+                    + " (instance, application, host, pid, expires_at) VALUES (?, ?, ?, ?, " + now + " + ?)")) {
+                create.setString(1, instance);
+                create.setString(2, application);
+                create.setString(3, host);
+                create.setLong(4, self.pid());
+                create.setLong(5, leaseMicros);
+                create.executeUpdate();
+            }
+            try (PreparedStatement forget = connection.prepareStatement("DELETE FROM " + table + PEERS
+                    + " WHERE expires_at < " + now + " - ?")) {
+                forget.setLong(1, TimeUnit.DAYS.toMicros(1));
+                forget.executeUpdate();
+            }
+            return null;
+        });
+    }
+
+    private static String clip(String value) {
+        return (value.length() <= 255) ? value : value.substring(0, 255);
+    }
+
+    /** Deletes this instance's entry. */
+    void retire() throws SQLException {
+        update("DELETE FROM " + table + PEERS + " WHERE instance = ?", instance);
+    }
+
+    /** The instance that announced itself as {@code instanceId} and whose entry has not expired, or {@code null}. */
+    @Nullable LockInstance peer(String instanceId) throws SQLException {
+        String now = dialect.now();
+        return withConnection(connection -> {
+            try (PreparedStatement statement = connection.prepareStatement("SELECT application, host, pid FROM " + table
+                    + PEERS + " WHERE instance = ? AND expires_at > " + now)) {
+                statement.setString(1, instanceId);
+                try (ResultSet rows = statement.executeQuery()) {
+                    return rows.next() ? new LockInstance(rows.getString(1), rows.getString(2), rows.getLong(3)) : null;
+                }
+            }
+        });
+    }
+
+    /** One round trip, {@code SELECT 1}, that the driver cancels after {@code timeoutSeconds}. */
+    void ping(int timeoutSeconds) throws SQLException {
+        withConnection(connection -> {
+            try (PreparedStatement statement = connection.prepareStatement("SELECT 1")) {
+                statement.setQueryTimeout(timeoutSeconds);
+                statement.executeQuery().close();
+            }
+            return null;
+        });
     }
 
     /** Frees {@code owner}'s lock of {@code key}, if it still holds it (unexpired); whether it did. */

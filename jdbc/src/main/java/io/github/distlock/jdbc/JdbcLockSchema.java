@@ -16,7 +16,8 @@ import org.springframework.jdbc.datasource.init.ScriptException;
 import org.springframework.jdbc.datasource.init.ScriptUtils;
 
 /**
- * The lock table's schema scripts in this jar, {@code io/github/distlock/jdbc/schema-<database>.sql} ({@code postgresql},
+ * The lock table's schema scripts in this jar (the table {@code <table>}, its index {@code <table>_instance}, and the
+ * table {@code <table>_peers} of the instances that announced themselves), {@code io/github/distlock/jdbc/schema-<database>.sql} ({@code postgresql},
  * {@code mysql} for MySQL and MariaDB, {@code h2}), and a way to apply them. The scripts create the table
  * {@value JdbcLockOptions#DEFAULT_TABLE_NAME} only if it does not exist; apply them by hand, with Flyway or Liquibase
  * (replacing the table name if you use another), or let {@code distlock.jdbc.initialize-schema} do it.
@@ -41,7 +42,8 @@ public final class JdbcLockSchema {
     }
 
     /**
-     * Creates the lock table {@code tableName} (and its index) unless it exists, with the script for the database
+     * Creates the lock table {@code tableName} (its index, and its table of instances {@code <tableName>_peers}) unless
+     * they exist, with the script for the database
      * {@code dataSource} is connected to, {@value JdbcLockOptions#DEFAULT_TABLE_NAME} replaced by {@code tableName}.
      * Safe to run from several instances starting at once: on PostgreSQL they queue on an advisory lock of the table's
      * name; elsewhere the database serializes the DDL, and an "already exists" is accepted when the table is there.
@@ -139,9 +141,10 @@ public final class JdbcLockSchema {
     }
 
     private static boolean tableExists(Connection connection, String tableName) {
-        try (PreparedStatement statement = connection.prepareStatement(
-                "SELECT lock_key, owner, instance, expires_at, token FROM " + tableName + " WHERE 1 = 0")) {
-            statement.executeQuery().close();
+        try (PreparedStatement locks = connection.prepareStatement(JdbcLockRepository.lockTableCheck(tableName));
+                PreparedStatement peers = connection.prepareStatement(JdbcLockRepository.peerTableCheck(tableName))) {
+            locks.executeQuery().close();
+            peers.executeQuery().close();
             return true;
         }
         catch (SQLException ex) {

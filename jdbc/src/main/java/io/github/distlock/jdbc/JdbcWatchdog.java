@@ -2,7 +2,9 @@ package io.github.distlock.jdbc;
 
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,12 +13,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.github.distlock.spi.LockDurations;
+import io.github.distlock.spi.LockInstance;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Renews the watchdog locks of one provider with one statement per period, and tells their holders when a lock was
- * found lost or could not be renewed for a whole watchdog timeout.
+ * found lost or could not be renewed for a whole watchdog timeout. In the same period, one read by primary key checks
+ * the provider's fixed-lease locks for one taken away, and one statement renews the instance's announcement.
  */
 final class JdbcWatchdog {
 
@@ -40,6 +46,10 @@ final class JdbcWatchdog {
 
     /** Watchdog locks this provider renews, by owner. */
     private final Map<String, JdbcLockHandle> watched = new ConcurrentHashMap<>();
+    /** Fixed-lease locks of this provider whose leases last, by owner: checked for eviction every period. */
+    private final Map<String, JdbcLockHandle> fixed = new ConcurrentHashMap<>();
+    /** This instance as it announced itself, or {@code null} before it did. */
+    private volatile @Nullable LockInstance announced;
     /** Counts every change of {@link #watched}; see {@link #renew()}. */
     private final AtomicLong changes = new AtomicLong();
     /** Watchdog acquisitions whose statement may have written a row that is not in {@link #watched} yet. */
@@ -96,6 +106,44 @@ final class JdbcWatchdog {
         }
     }
 
+    /** Tracks a fixed-lease lock until its release or its lease's end, to find it taken away: see {@link #checkFixed}. */
+    void track(JdbcLockHandle handle) {
+        fixed.put(handle.owner, handle);
+    }
+
+    void untrack(JdbcLockHandle handle) {
+        fixed.remove(handle.owner, handle);
+    }
+
+    /**
+     * Tells the holder of {@code owner}'s lock, if it is one of this provider's, that an operator took it away: at
+     * once, rather than at the next renewal.
+     */
+    void evicted(String owner, String reason) {
+        JdbcLockHandle handle = watched.get(owner);
+        if (handle != null) {
+            unwatch(handle);
+        }
+        else {
+            handle = fixed.remove(owner);
+        }
+        if (handle != null) {
+            handle.reportLost(reason);
+        }
+    }
+
+    /**
+     * Keeps this instance's entry in the table of instances from now on, renewed with the locks every period (and so
+     * written again once a database that was away is back); the provider writes the first one.
+     */
+    void announce(LockInstance self) {
+        announced = self;
+    }
+
+    @Nullable LockInstance announced() {
+        return announced;
+    }
+
     private void renewSafely() {
         try {
             renew();
@@ -103,6 +151,66 @@ final class JdbcWatchdog {
         catch (Throwable unexpected) {
             // a scheduled task that throws is never run again: this one must keep running
             logger.error("Renewal of distlock's watchdog locks failed unexpectedly", unexpected);
+        }
+        try {
+            checkFixed();
+        }
+        catch (Throwable unexpected) {
+            logger.error("Checking distlock's fixed-lease locks failed unexpectedly", unexpected);
+        }
+        announceSafely();
+    }
+
+    /** Writes this instance's entry, if it announced itself; a failure is logged, and the next period tries again. */
+    void announceSafely() {
+        LockInstance self = announced;
+        if (self == null) {
+            return;
+        }
+        try {
+            repository.announce(self, LockDurations.ceilMicros(watchdogNanos));
+        }
+        catch (SQLException | RuntimeException ex) {
+            logger.debug("Could not announce this instance in " + table + JdbcLockRepository.PEERS + " (tried again in "
+                    + Duration.ofNanos(watchdogNanos / 3) + "): " + ex);
+        }
+    }
+
+    /**
+     * Finds the fixed-lease locks of this provider taken away from their holders (by a force release on any instance,
+     * or a row changed by hand) while their leases last: one read by primary key per period for all of them (at most
+     * {@link #MAX_UNRENEWED} keys per read). Judged only while the lease has surely not run out: the database's expiry
+     * is later than the lease counted from before the acquisition's statement was sent.
+     */
+    void checkFixed() throws SQLException {
+        if (fixed.isEmpty()) {
+            return;
+        }
+        long sentAt = System.nanoTime();
+        List<JdbcLockHandle> judged = new ArrayList<>();
+        for (JdbcLockHandle handle : fixed.values()) {
+            if (sentAt - handle.renewedAt >= handle.leaseNanos) {
+                // over by now: its holder learns the rest at release, as before
+                untrack(handle);
+            }
+            else if (judged.size() < MAX_UNRENEWED) {
+                judged.add(handle);
+            }
+        }
+        if (judged.isEmpty()) {
+            return;
+        }
+        Set<String> keys = new HashSet<>();
+        for (JdbcLockHandle handle : judged) {
+            keys.add(handle.key);
+        }
+        Map<String, String> owners = repository.liveOwners(keys);
+        for (JdbcLockHandle handle : judged) {
+            // a release untracks its handle before its statement is sent: one still tracked was not freed by it
+            if (!handle.owner.equals(owners.get(handle.key)) && fixed.remove(handle.owner, handle)) {
+                handle.reportLost("its row in " + table + " was found no longer its own before its lease ran out "
+                        + "(taken away by a force release, or changed behind its back)");
+            }
         }
     }
 
@@ -151,8 +259,8 @@ final class JdbcWatchdog {
             else if (handle.watchedAt <= judged && watched.containsKey(handle.owner)) {
                 // a release of it unwatches it before its statement is sent: so this row was not freed by a release
                 unwatch(handle);
-                handle.reportLost("the watchdog found its row in " + table + " no longer its own (its lease ran out "
-                        + "or the row was changed behind its back)");
+                handle.reportLost("the watchdog found its row in " + table + " no longer its own (taken away by a "
+                        + "force release, its lease ran out, or the row was changed behind its back)");
             }
         }
         reportOverdue();

@@ -7,6 +7,14 @@ CREATE TABLE IF NOT EXISTS distlock_lock (
     owner      VARCHAR(64),
     instance   VARCHAR(36),
     expires_at BIGINT NOT NULL,
-    token      BIGINT NOT NULL
+    token      BIGINT NOT NULL,
+    closed     VARCHAR(255)
 );
 CREATE INDEX IF NOT EXISTS distlock_lock_instance ON distlock_lock (instance);
+CREATE TABLE IF NOT EXISTS distlock_lock_peers (
+    instance    VARCHAR(36) NOT NULL PRIMARY KEY,
+    application VARCHAR(255) NOT NULL,
+    host        VARCHAR(255) NOT NULL,
+    pid         BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL
+);

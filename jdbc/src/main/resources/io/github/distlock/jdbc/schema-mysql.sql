@@ -10,5 +10,15 @@ CREATE TABLE IF NOT EXISTS distlock_lock (
     instance   VARCHAR(36),
     expires_at BIGINT NOT NULL,
     token      BIGINT NOT NULL,
+    -- why the key is closed, NULL while open
+    closed     VARCHAR(255),
     INDEX distlock_lock_instance (instance)
+) ENGINE = InnoDB;
+-- the instances sharing the table, as each announced itself; ignored once expired
+CREATE TABLE IF NOT EXISTS distlock_lock_peers (
+    instance    VARCHAR(36) NOT NULL PRIMARY KEY,
+    application VARCHAR(255) NOT NULL,
+    host        VARCHAR(255) NOT NULL,
+    pid         BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL
 ) ENGINE = InnoDB;

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The database stops answering one instance (its traffic stalls in a {@link TcpProxy}; a network partition and a
@@ -77,6 +78,34 @@ class DatabaseStallTest {
             System.out.printf("MEASURED jdbc/postgresql stall: lock taken by another instance %d ms after the holder was "
                     + "cut off, holder told %d ms after (watchdog %d ms); acquisition during the stall failed after %d ms"
                     + "%n", takenAfter, toldAfter, WATCHDOG.toMillis(), failedAfter);
+        }
+    }
+
+    /**
+     * The health question: {@code ping} answers {@code true} while the database answers, {@code false} within its
+     * timeout once the traffic stalls (never throwing, never waiting for the driver's socket timeout), and {@code true}
+     * again once the traffic flows.
+     */
+    @Test
+    void pingIsFalseWithinItsTimeoutWhileTheDatabaseStallsAndTrueAgainAfter() {
+        Matcher port = Pattern.compile("//[^:/]+:(\\d+)/").matcher(db.connectionArguments().get(0));
+        assertThat(port.find()).isTrue();
+        Duration timeout = Duration.ofMillis(500);
+        try (TcpProxy proxy = TcpProxy.start(Integer.parseInt(port.group(1)));
+                HikariDataSource stalled = pool(proxy.port());
+                JdbcLockProvider provider = new JdbcLockProvider(stalled, JdbcLockOptions.defaults())) {
+            assertThat(provider.ping(timeout)).as("ping while the database answers").isTrue();
+
+            proxy.pause();
+            for (int i = 0; i < 2; i++) {
+                long askedAt = System.nanoTime();
+                assertThat(provider.ping(timeout)).as("ping %d while the traffic stalls", i).isFalse();
+                assertThat(millisSince(askedAt)).as("ms a ping took while the traffic stalls")
+                        .isLessThan(timeout.toMillis() + 400);
+            }
+
+            proxy.resume();
+            await().atMost(Duration.ofSeconds(10)).until(() -> provider.ping(timeout));
         }
     }
 

@@ -14,6 +14,7 @@ import io.github.distlock.DefaultLockTemplate;
 import io.github.distlock.LockOptions;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -21,6 +22,7 @@ import io.github.distlock.test.LockProviderContractTest;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -46,6 +48,29 @@ abstract class JdbcLockProviderContract extends LockProviderContractTest {
     @Override
     protected Duration watchdogTimeout() {
         return WATCHDOG;
+    }
+
+    /** Another application instance: a provider of its own on the same database, with its own instance id. */
+    @Override
+    protected LockProvider createOtherInstance() {
+        JdbcLockProvider other = new JdbcLockProvider(database().dataSource(), options());
+        other.announce(new LockInstance("other-instance", "host-of-the-other", 4343));
+        return other;
+    }
+
+    /** Keys are closed in their row, for the one type this backend takes. */
+    @Override
+    protected boolean closesKeys(LockType type) {
+        return type == LockType.REENTRANT;
+    }
+
+    /**
+     * At once on the instance that force-released; on another instance at its next renewal period (a third of the
+     * watchdog timeout, for watchdog locks and fixed leases alike), with a second of room for a loaded machine.
+     */
+    @Override
+    protected Duration evictionNotice() {
+        return WATCHDOG.dividedBy(3).plusSeconds(1);
     }
 
     /** Another process: a provider of its own (own instance id, own renewal), closed without a release. */
@@ -244,6 +269,62 @@ abstract class JdbcLockProviderContract extends LockProviderContractTest {
         for (int i = 0; i < 8; i++) {
             assertThat(database().heldInDatabase(key("k" + i), closing.dialect())).isFalse();
         }
+    }
+
+    // ---------------------------------------------------------------- operations, in the table
+
+    /**
+     * A force release frees the row and keeps its token, so the next holder's token is higher; a key never locked is
+     * closed by a row of its own, free, with the reason, and reopening clears it; a reason longer than its column is
+     * refused naming the method.
+     */
+    @Test
+    void aForceReleaseKeepsTheTokenAndAClosedKeyIsARowWithItsReason() {
+        String key = key("k");
+        LockHandle first = acquire(watchdogRequest(key, true));
+        assertThat(jdbc().forceRelease(key)).hasSize(1);
+        Map<String, Object> freed = database().lockRow(key);
+        assertThat(freed.get("owner")).as("owner after the force release").isNull();
+        assertThat(freed.get("instance")).isNull();
+        assertThat(((Number) freed.get("token")).longValue()).isEqualTo(first.fencingToken());
+        LockHandle next = acquire(watchdogRequest(key, true));
+        assertThat(next.fencingToken()).isGreaterThan(first.fencingToken());
+        assertThat(next.release()).isTrue();
+
+        String never = key("never-locked");
+        assertThat(jdbc().closeKey(never, "sold out")).as("waiters told").isZero();
+        assertThat(database().query("SELECT owner, closed FROM distlock_lock WHERE lock_key = ?", never))
+                .singleElement().satisfies(row -> {
+                    assertThat(row.get("owner")).isNull();
+                    assertThat(row.get("closed")).isEqualTo("sold out");
+                });
+        jdbc().reopenKey(never);
+        assertThat(database().query("SELECT closed FROM distlock_lock WHERE lock_key = ?", never).get(0).get("closed"))
+                .as("after reopening").isNull();
+        assertThatThrownBy(() -> jdbc().closeKey(never, "x".repeat(256)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("closeKey(key, reason)")
+                .hasMessageContaining("256 characters");
+    }
+
+    /** An announced instance is a row of the table of instances, renewed with the locks, and gone once closed. */
+    @Test
+    void anAnnouncedInstanceIsARowRenewedWithTheLocksAndDeletedOnClose() {
+        JdbcLockProvider other = new JdbcLockProvider(database().dataSource(), options());
+        String sql = "SELECT application, host, pid, expires_at FROM distlock_lock_peers WHERE instance = ?";
+        try {
+            other.announce(new LockInstance("announced", "host-a", 77));
+            await().atMost(slack()).until(() -> !database().query(sql, other.instanceId()).isEmpty());
+            Map<String, Object> row = database().query(sql, other.instanceId()).get(0);
+            assertThat(row).containsEntry("application", "announced").containsEntry("host", "host-a");
+            assertThat(((Number) row.get("pid")).longValue()).isEqualTo(77);
+            long expiresAt = ((Number) row.get("expires_at")).longValue();
+            await().atMost(slack()).until(() -> ((Number) database().query(sql, other.instanceId()).get(0)
+                    .get("expires_at")).longValue() > expiresAt);
+        }
+        finally {
+            other.close();
+        }
+        assertThat(database().query(sql, other.instanceId())).as("after close").isEmpty();
     }
 
     // ---------------------------------------------------------------- watchdog

@@ -44,6 +44,14 @@ public class DashboardController {
         return flashSale.run(mode.equals("locked"), stock, buyers);
     }
 
+    /**
+     * The latest flash sale with locks and without, with their timelines: what the dashboard draws when it opens.
+     */
+    @GetMapping("/demo/flash-sales")
+    public FlashSaleDemo.LatestSales latestFlashSales() {
+        return flashSale.latest();
+    }
+
     /** A mode, stock or crowd out of range: 400 with the reason. */
     @ExceptionHandler(IllegalArgumentException.class)
     ProblemDetail badSale(IllegalArgumentException ex) {

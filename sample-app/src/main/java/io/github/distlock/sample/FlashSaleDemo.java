@@ -7,12 +7,15 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.distlock.LockTemplate;
 import org.springframework.core.env.Environment;
 import org.springframework.stereotype.Service;
 
@@ -21,6 +24,9 @@ import org.springframework.stereotype.Service;
  * once at the locked endpoint ({@code POST /api/orders}) or the unsafe one ({@code POST /api/unsafe/orders}), over
  * HTTP, as real clients would. Fired from here rather than from the browser, which sends a handful of requests at a
  * time at most: the race needs them together.
+ *
+ * <p>Each sale is recorded ({@link SaleRecorder}): when every buyer entered and left the section the product lock
+ * guards, and the queue for that lock. The latest sale of each mode is kept for the dashboard.
  */
 @Service
 public class FlashSaleDemo {
@@ -33,11 +39,22 @@ public class FlashSaleDemo {
 
     private final ProductService products;
     private final Environment environment;
+    private final SaleRecorder recorder;
+    private final LockTemplate locks;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /** The latest sale of each mode, by mode. */
+    private final Map<String, FlashSaleResult> latest = new ConcurrentHashMap<>();
 
-    FlashSaleDemo(ProductService products, Environment environment) {
+    FlashSaleDemo(ProductService products, Environment environment, SaleRecorder recorder, LockTemplate locks) {
         this.products = products;
         this.environment = environment;
+        this.recorder = recorder;
+        this.locks = locks;
+    }
+
+    /** The latest sale with locks and the latest without, either {@code null} before the first. */
+    public LatestSales latest() {
+        return new LatestSales(latest.get("locked"), latest.get("unsafe"));
     }
 
     /**
@@ -59,6 +76,7 @@ public class FlashSaleDemo {
         CountDownLatch go = new CountDownLatch(1);
         List<Future<String>> outcomes = new ArrayList<>();
         ExecutorService crowd = Executors.newFixedThreadPool(buyers);
+        SaleRecorder.Recording recording = null;
         try {
             for (int i = 0; i < buyers; i++) {
                 long userId = 1_000_000L * sale + i;
@@ -68,6 +86,8 @@ public class FlashSaleDemo {
                     return buy(url, body);
                 }));
             }
+            recording = recorder.start(product.id(),
+                    locked ? locks.fullKey(ProductLocks.key(product.id())) : null);
             go.countDown();
             int placed = 0;
             int soldOut = 0;
@@ -86,12 +106,19 @@ public class FlashSaleDemo {
                     default -> other++;
                 }
             }
+            SaleTimeline timeline = recording.stop();
             ProductView after = products.get(product.id());
-            return new FlashSaleResult(mode, product.id(), stock, buyers, placed, soldOut, other, after.stock(),
-                    after.sold(), Math.max(0, after.sold() - stock));
+            FlashSaleResult result = new FlashSaleResult(mode, product.id(), stock, buyers, placed, soldOut, other,
+                    after.stock(), after.sold(), Math.max(0, after.sold() - stock), timeline);
+            latest.put(mode, result);
+            return result;
         }
         finally {
             crowd.shutdownNow();
+            if (recording != null) {
+                // a sale cut short (interrupted) stops its queue sampler too; a second stop is harmless
+                recording.stop();
+            }
         }
     }
 
@@ -125,8 +152,18 @@ public class FlashSaleDemo {
      * @param stockLeft the stock the shop shows afterwards
      * @param sold items in accepted orders
      * @param oversold items sold that the shop did not have
+     * @param timeline every buyer's stay in the guarded section and the queue for the product lock
      */
     public record FlashSaleResult(String mode, long productId, int stock, int buyers, int placed, int soldOut,
-            int otherRefusals, int stockLeft, long sold, long oversold) {
+            int otherRefusals, int stockLeft, long sold, long oversold, SaleTimeline timeline) {
+    }
+
+    /**
+     * The latest sale of each mode.
+     *
+     * @param locked the latest sale with locks, or {@code null}
+     * @param unsafe the latest sale without locks, or {@code null}
+     */
+    public record LatestSales(FlashSaleResult locked, FlashSaleResult unsafe) {
     }
 }

@@ -15,11 +15,14 @@ public class StockService {
     private final ShopRepository repository;
     private final ProductLocks productLocks;
     private final TransactionTemplate transaction;
+    private final SaleRecorder recorder;
 
-    StockService(ShopRepository repository, ProductLocks productLocks, TransactionTemplate transaction) {
+    StockService(ShopRepository repository, ProductLocks productLocks, TransactionTemplate transaction,
+            SaleRecorder recorder) {
         this.repository = repository;
         this.productLocks = productLocks;
         this.transaction = transaction;
+        this.recorder = recorder;
     }
 
     /**
@@ -44,12 +47,16 @@ public class StockService {
     public Order sell(long userId, long productId, int quantity) {
         try {
             return productLocks.selling(productId, () -> {
-                Sale sale = transaction.execute(status -> sellInTransaction(userId, productId, quantity));
-                // committed: transaction.execute returns only after the commit, and throws if it failed
-                if (sale.stockLeft() == 0) {
-                    productLocks.closeSoldOut(productId);
+                // the dashboard's timeline: a no-op unless this product's flash sale is being recorded
+                try (SaleRecorder.Section section = recorder.enter(productId, userId)) {
+                    Sale sale = transaction.execute(status -> sellInTransaction(userId, productId, quantity));
+                    // committed: transaction.execute returns only after the commit, and throws if it failed
+                    section.sold();
+                    if (sale.stockLeft() == 0) {
+                        productLocks.closeSoldOut(productId);
+                    }
+                    return sale.order();
                 }
-                return sale.order();
             });
         }
         catch (LockKeyClosedException ex) {

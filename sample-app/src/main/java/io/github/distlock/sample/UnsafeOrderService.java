@@ -20,10 +20,13 @@ public class UnsafeOrderService {
 
     private final ShopRepository repository;
     private final Duration pause;
+    private final SaleRecorder recorder;
 
-    UnsafeOrderService(ShopRepository repository, @Value("${sample.unsafe.pause:20ms}") Duration pause) {
+    UnsafeOrderService(ShopRepository repository, @Value("${sample.unsafe.pause:20ms}") Duration pause,
+            SaleRecorder recorder) {
         this.repository = repository;
         this.pause = pause;
+        this.recorder = recorder;
     }
 
     /** Places the order with check-then-act races on both rules. */
@@ -32,14 +35,20 @@ public class UnsafeOrderService {
         if (repository.hasOrder(userId, productId)) {
             throw new DuplicateOrderException(userId, productId);
         }
-        Product product = repository.findProduct(productId).orElseThrow(() -> new ProductNotFoundException(productId));
-        if (product.stock() < quantity) {
-            throw new OutOfStockException(productId, quantity, product.stock());
+        // the section StockService runs under the product lock, here unguarded (recorded for the dashboard's timeline)
+        try (SaleRecorder.Section section = recorder.enter(productId, userId)) {
+            Product product = repository.findProduct(productId)
+                    .orElseThrow(() -> new ProductNotFoundException(productId));
+            if (product.stock() < quantity) {
+                throw new OutOfStockException(productId, quantity, product.stock());
+            }
+            if (!pause.isZero()) {
+                Thread.sleep(pause.toMillis());
+            }
+            repository.updateStockUnguarded(productId, product.stock() - quantity);
+            Order order = repository.insertOrder(userId, productId, quantity);
+            section.sold();
+            return order;
         }
-        if (!pause.isZero()) {
-            Thread.sleep(pause.toMillis());
-        }
-        repository.updateStockUnguarded(productId, product.stock() - quantity);
-        return repository.insertOrder(userId, productId, quantity);
     }
 }

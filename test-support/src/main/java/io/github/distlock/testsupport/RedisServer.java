@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import java.util.stream.Stream;
@@ -19,8 +21,14 @@ import java.util.stream.Stream;
  * A real {@code redis-server} process on a loopback port, for tests, benchmarks and the sample app's embedded mode.
  *
  * <p>The binary is the one shipped inside {@code com.github.codemonstur:embedded-redis} for this platform, or, where
- * it ships none, a {@code redis-server} found on the {@code PATH}. {@code DISTLOCK_REDIS_SERVER} names another binary.
- * The server runs without persistence ({@code --save "" --appendonly no}), so a restart loses every key, as a Redis
+ * it ships none, a {@code redis-server} found on the {@code PATH}. The system property {@value #SERVER_PROPERTY}, or
+ * else the environment variable {@value #SERVER_ENV}, names another binary, e.g. a distribution's
+ * {@code /usr/bin/redis-server}, to run the same tests against another Redis version. Each server's version, as
+ * {@code INFO server} reports it, is {@link #version()}, logged once per binary; {@value #VERSION_PROPERTY} (or
+ * {@value #VERSION_ENV}) makes a server that reports another version fail to start, so that a run meant for one Redis
+ * version cannot pass on another unnoticed.
+ *
+ * <p>The server runs without persistence ({@code --save "" --appendonly no}), so a restart loses every key, as a Redis
  * without AOF would after a crash.
  *
  * <p>Each server has its own temporary directory (its copy of the binary, its log, and whatever it writes: a cluster
@@ -32,6 +40,16 @@ import java.util.stream.Stream;
  */
 public final class RedisServer implements AutoCloseable {
 
+    /** The system property naming the {@code redis-server} binary to run instead of the embedded one. */
+    public static final String SERVER_PROPERTY = "distlock.redis.server";
+    /** The environment variable naming the binary when {@value #SERVER_PROPERTY} is not set. */
+    public static final String SERVER_ENV = "DISTLOCK_REDIS_SERVER";
+    /** The system property with the version every server must report, or a prefix of it ({@code 7.0}). */
+    public static final String VERSION_PROPERTY = "distlock.redis.version";
+    /** The environment variable with the version when {@value #VERSION_PROPERTY} is not set. */
+    public static final String VERSION_ENV = "DISTLOCK_REDIS_VERSION";
+
+    private static final System.Logger LOG = System.getLogger(RedisServer.class.getName());
     private static final String HOST = "127.0.0.1";
     private static final Duration START_TIMEOUT = Duration.ofSeconds(10);
     private static final String READY = "Ready to accept connections";
@@ -41,6 +59,8 @@ public final class RedisServer implements AutoCloseable {
     private static final Object SPAWN_LOCK = new Object();
     /** Servers not yet closed: the shutdown hook kills them and deletes their directories. */
     private static final List<RedisServer> OPEN = new ArrayList<>();
+    /** The binaries whose version has been logged (by origin: embedded-redis's is copied for every server). */
+    private static final Set<String> LOGGED = ConcurrentHashMap.newKeySet();
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -54,13 +74,16 @@ public final class RedisServer implements AutoCloseable {
     }
 
     private final Path binary;
+    private final String binarySource;
     private final Path workDir;
     private final int port;
     private final Options options;
     private Process process;
+    private String version;
 
-    private RedisServer(Path binary, Path workDir, int port, Options options) {
-        this.binary = binary;
+    private RedisServer(Binary binary, Path workDir, int port, Options options) {
+        this.binary = binary.path();
+        this.binarySource = binary.source();
         this.workDir = workDir;
         this.port = port;
         this.options = options;
@@ -119,6 +142,7 @@ public final class RedisServer implements AutoCloseable {
         }
         try {
             server.launch();
+            server.checkVersion();
         }
         catch (RuntimeException ex) {
             server.close();
@@ -150,6 +174,16 @@ public final class RedisServer implements AutoCloseable {
     /** The server's own working directory: its binary, log and state files; {@link #close()} deletes it. */
     public Path directory() {
         return workDir;
+    }
+
+    /** The binary this server runs. */
+    public Path binary() {
+        return binary;
+    }
+
+    /** The version the server reported in {@code INFO server} when it started, e.g. {@code 7.0.15}. */
+    public String version() {
+        return version;
     }
 
     /** The process id of the running server. */
@@ -230,7 +264,7 @@ public final class RedisServer implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "redis-server " + uri() + " (" + binary + ")";
+        return "redis-server " + version + " " + uri() + " (" + binary + ")";
     }
 
     private synchronized void launch() {
@@ -305,6 +339,58 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Reads the version the running server reports, logs it once per binary, and holds it against
+     * {@value #VERSION_PROPERTY} / {@value #VERSION_ENV} when one is set.
+     */
+    private void checkVersion() {
+        String info;
+        try (RespClient client = RespClient.connect(port)) {
+            info = client.callString("INFO", "server");
+        }
+        version = versionIn(info);
+        if (version == null) {
+            throw new IllegalStateException("The server from " + binarySource + " on port " + port
+                    + " reports no redis_version in INFO server: is it a redis-server?");
+        }
+        if (LOGGED.add(binarySource)) {
+            LOG.log(System.Logger.Level.INFO, "redis-server {0} from {1}", version, binarySource);
+        }
+        requireVersion(version, setting(VERSION_PROPERTY, VERSION_ENV), "redis-server from " + binarySource);
+    }
+
+    /** The {@code redis_version} field of an {@code INFO server} reply, or {@code null} if it has none. */
+    static String versionIn(String info) {
+        if (info == null) {
+            return null;
+        }
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith("redis_version:")) {
+                String value = line.substring("redis_version:".length()).trim();
+                return value.isEmpty() ? null : value;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Fails unless {@code reported} is the expected version or starts with it followed by a dot ({@code 7.0} accepts
+     * {@code 7.0.15}, not {@code 7.01.0}).
+     *
+     * @param expected the setting and its value, or {@code null} when none is set
+     * @throws IllegalArgumentException when the version is another: the setting is wrong for this binary
+     */
+    static void requireVersion(String reported, Setting expected, String what) {
+        if (expected == null) {
+            return;
+        }
+        String want = expected.value();
+        if (!reported.equals(want) && !reported.startsWith(want + ".")) {
+            throw new IllegalArgumentException(what + " reports Redis " + reported + ", but " + expected.name()
+                    + " asks for " + want);
+        }
+    }
+
     private boolean ping() {
         try (RespClient client = RespClient.connect(port, Duration.ofMillis(500))) {
             return "PONG".equals(client.call("PING"));
@@ -336,10 +422,10 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
-    private static Path locateBinary(Path workDir) throws IOException {
-        String configured = System.getenv("DISTLOCK_REDIS_SERVER");
-        if (configured != null && !configured.isBlank()) {
-            return Path.of(configured);
+    private static Binary locateBinary(Path workDir) throws IOException {
+        Setting configured = setting(SERVER_PROPERTY, SERVER_ENV);
+        if (configured != null) {
+            return configuredBinary(configured);
         }
         String resource = embeddedResourceName();
         if (resource != null) {
@@ -353,7 +439,7 @@ public final class RedisServer implements AutoCloseable {
                     if (!target.toFile().setExecutable(true)) {
                         throw new IOException("Cannot make " + target + " executable");
                     }
-                    return target;
+                    return new Binary(target, "embedded-redis's " + resource);
                 }
             }
         }
@@ -362,13 +448,59 @@ public final class RedisServer implements AutoCloseable {
             for (String dir : path.split(java.io.File.pathSeparator)) {
                 Path candidate = Path.of(dir, "redis-server");
                 if (Files.isExecutable(candidate)) {
-                    return candidate;
+                    return new Binary(candidate, candidate + " (found on the PATH)");
                 }
             }
         }
         throw new IllegalStateException("No redis-server for " + System.getProperty("os.name") + "/"
                 + System.getProperty("os.arch") + ": embedded-redis ships none and none is on the PATH "
-                + "(install one, or point DISTLOCK_REDIS_SERVER at a binary)");
+                + "(install one, or point " + SERVER_PROPERTY + " or " + SERVER_ENV + " at a binary)");
+    }
+
+    /**
+     * The binary a setting names.
+     *
+     * @throws IllegalArgumentException naming the setting when it names no executable file
+     */
+    static Binary configuredBinary(Setting configured) {
+        Path path = Path.of(configured.value());
+        if (!Files.isRegularFile(path) || !Files.isExecutable(path)) {
+            throw new IllegalArgumentException(configured.name() + "=" + configured.value()
+                    + " is not an executable file: name a redis-server binary, e.g. /usr/bin/redis-server");
+        }
+        return new Binary(path, path + " (" + configured.name() + ")");
+    }
+
+    /** The system property if set, else the environment variable if set, else {@code null}; blank counts as unset. */
+    private static Setting setting(String property, String env) {
+        String value = System.getProperty(property);
+        if (value != null && !value.isBlank()) {
+            return new Setting(property, value.trim());
+        }
+        value = System.getenv(env);
+        if (value != null && !value.isBlank()) {
+            return new Setting(env, value.trim());
+        }
+        return null;
+    }
+
+    /**
+     * A setting as found, with the name it was found under, so that an error can name what to change.
+     *
+     * @param name the system property or environment variable
+     * @param value its value, trimmed
+     */
+    record Setting(String name, String value) {
+    }
+
+    /**
+     * The binary to run and where it came from.
+     *
+     * @param path the executable
+     * @param source where it came from, for the log and errors: the path and the setting that named it, the
+     *        resource of embedded-redis it was copied from, or the path found on the {@code PATH}
+     */
+    record Binary(Path path, String source) {
     }
 
     private static String embeddedResourceName() {

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -45,6 +46,15 @@ final class ZooKeeperAcquisition {
     /** ZooKeeper has shown the lock taken by another; until then, the wait ending is no answer yet. */
     private volatile boolean sawItTaken;
     private volatile @Nullable ScheduledFuture<?> deadline;
+    /** What our lock node says about us ({@link LockNodeData}). */
+    private final byte[] nodeData;
+    /**
+     * Done once the closed node of the key was read before queueing (see {@link ClosedKeys}): by then the acquisition
+     * was failed if the key is closed. Nothing takes the lock or gives up before it is done.
+     */
+    private final CompletableFuture<Void> closedRead = new CompletableFuture<>();
+    /** Whether this acquisition waits under the watch of its key's closed node; set once. */
+    private volatile boolean watchingClosed;
     private final Watcher blockerWatcher = this::blockerChanged;
 
     ZooKeeperAcquisition(ZooKeeperLockProvider provider, LockRequest request, String lockPath) {
@@ -54,6 +64,7 @@ final class ZooKeeperAcquisition {
         this.request = request;
         this.lockPath = lockPath;
         this.exclusive = request.type().exclusive();
+        this.nodeData = new LockNodeData(provider.ownerName(request.owner().id()), request.type()).encode();
     }
 
     void start() {
@@ -63,6 +74,8 @@ final class ZooKeeperAcquisition {
                 abandon();
             }
         });
+        // sent first, answered first: by the time the queue is seen, a closed key has failed this acquisition
+        guarded(() -> provider.closedKeys().read(request.key(), (c, event) -> guarded(() -> closedNodeRead(event))));
         if (request.waitNanos() == 0) {
             // one try: when the lock is visibly taken, answer without queueing a node and deleting it again
             guarded(() -> repository.children(lockPath, (c, event) -> guarded(() -> precheck(event))));
@@ -73,7 +86,33 @@ final class ZooKeeperAcquisition {
         }
     }
 
+    private void closedNodeRead(CuratorEvent event) {
+        KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
+        if (code == KeeperException.Code.OK) {
+            fail(new LockKeyClosedException(request.key(), ClosedKeys.reason(event.getData())));
+        }
+        else if (code != KeeperException.Code.NONODE) {
+            fail(KeeperException.create(code, event.getPath()));
+        }
+        closedRead.complete(null);
+    }
+
+    /**
+     * Runs {@code step} once the closed node was read: at once in the usual order of answers; later when a retry of
+     * the read (a connection loss) made it come after the queue's.
+     */
+    private boolean closedNodeNotReadYet(ThrowingRunnable step) {
+        if (closedRead.isDone()) {
+            return false;
+        }
+        closedRead.whenComplete((ignored, failure) -> guarded(step));
+        return true;
+    }
+
     private void precheck(CuratorEvent event) throws Exception {
+        if (closedNodeNotReadYet(() -> precheck(event)) || state.get() != WAITING) {
+            return;
+        }
         KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
         if (code == KeeperException.Code.OK
                 && LockPaths.wouldWait(LockPaths.sortedLockNodes(event.getChildren()), exclusive)) {
@@ -92,7 +131,7 @@ final class ZooKeeperAcquisition {
         if (state.get() != WAITING) {
             return;
         }
-        repository.createLockNode(LockPaths.nodePrefix(lockPath, exclusive), (c, event) -> guarded(() -> created(event)));
+        repository.createLockNode(LockPaths.nodePrefix(lockPath, exclusive), nodeData, (c, event) -> guarded(() -> created(event)));
     }
 
     private void created(CuratorEvent event) throws Exception {
@@ -118,6 +157,9 @@ final class ZooKeeperAcquisition {
     }
 
     private void checked(CuratorEvent event) throws Exception {
+        if (closedNodeNotReadYet(() -> checked(event)) || state.get() != WAITING) {
+            return;
+        }
         KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
         if (code != KeeperException.Code.OK && code != KeeperException.Code.NONODE) {
             fail(KeeperException.create(code, lockPath));
@@ -140,6 +182,15 @@ final class ZooKeeperAcquisition {
         if (deadlinePassed || request.waitNanos() == 0) {
             giveUp();
             return;
+        }
+        if (!watchingClosed) {
+            watchingClosed = true;
+            provider.closedKeys().watch(this);
+            if (state.get() != WAITING) {
+                // ended meanwhile, maybe before it saw the flag: unwatching twice is harmless, never unwatching is not
+                provider.closedKeys().unwatch(this);
+                return;
+            }
         }
         // getData, not exists: a watch set by exists() on a node already gone would stay behind on the server
         repository.watch(ZKPaths.makePath(lockPath, blocker), blockerWatcher, (c, watched) -> guarded(() -> {
@@ -175,7 +226,7 @@ final class ZooKeeperAcquisition {
             return; // abandoned meanwhile, which deletes the node
         }
         endWaiting();
-        ZooKeeperLockHandle handle = new ZooKeeperLockHandle(provider, request, ourPath,
+        ZooKeeperLockHandle handle = new ZooKeeperLockHandle(provider, request, ourPath, nodeData,
                 request.fenced() ? pzxid : -1);
         session.hold(handle);
         try {
@@ -211,16 +262,32 @@ final class ZooKeeperAcquisition {
         repository.delete(path).whenComplete((ignored, failure) -> provider.runCallback(() -> future.complete(null)));
     }
 
-    void fail(Throwable failure) {
+    /** Ends the acquisition with {@code failure}; whether it was still waiting (and is now told). */
+    boolean fail(Throwable failure) {
+        return failWith(CompletableFuture.completedFuture(failure));
+    }
+
+    /**
+     * Ends the acquisition now (it can no longer take the lock, and its node goes), and completes the caller's future
+     * with {@code failure} once that is known; whether it was still waiting.
+     */
+    boolean failWith(CompletableFuture<? extends Throwable> failure) {
         if (!state.compareAndSet(WAITING, ABANDONED)) {
-            return;
+            return false;
         }
         endWaiting();
         String path = ourPath;
         if (path != null) {
             repository.deleteQuietly(path);
         }
-        provider.runCallback(() -> future.completeExceptionally(failure));
+        failure.whenComplete((known, unknown) ->
+                provider.runCallback(() -> future.completeExceptionally((known != null) ? known : unknown)));
+        return true;
+    }
+
+    /** Whether this acquisition ended with the lock (else it waits still, or ended without it). */
+    boolean acquiredTheLock() {
+        return state.get() == ACQUIRED;
     }
 
     /** The caller cancelled its future. */
@@ -236,6 +303,9 @@ final class ZooKeeperAcquisition {
 
     private void endWaiting() {
         session.stoppedWaiting(this);
+        if (watchingClosed) {
+            provider.closedKeys().unwatch(this);
+        }
         ScheduledFuture<?> task = deadline;
         if (task != null) {
             task.cancel(false);

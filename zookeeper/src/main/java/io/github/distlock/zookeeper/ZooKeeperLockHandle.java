@@ -37,6 +37,8 @@ final class ZooKeeperLockHandle implements LockHandle {
     private final ZooKeeperSession session;
     private final LockRequest request;
     private final String path;
+    /** The node's data, written again unchanged by {@link #newFencingToken}. */
+    private final byte[] data;
     private final AtomicInteger state = new AtomicInteger(HELD);
     private final AtomicBoolean releaseCalled = new AtomicBoolean();
     private final AtomicBoolean lossReported = new AtomicBoolean();
@@ -46,12 +48,14 @@ final class ZooKeeperLockHandle implements LockHandle {
     private volatile Consumer<String> lostCallback;
     private final Watcher nodeWatcher = this::nodeChanged;
 
-    ZooKeeperLockHandle(ZooKeeperLockProvider provider, LockRequest request, String path, long fencingToken) {
+    ZooKeeperLockHandle(ZooKeeperLockProvider provider, LockRequest request, String path, byte[] data,
+            long fencingToken) {
         this.provider = provider;
         this.repository = provider.repository();
         this.session = provider.session();
         this.request = request;
         this.path = path;
+        this.data = data;
         this.fencingToken = fencingToken;
     }
 
@@ -121,7 +125,7 @@ final class ZooKeeperLockHandle implements LockHandle {
             return -1;
         }
         try {
-            Stat stat = repository.touch(path);
+            Stat stat = repository.touch(path, data);
             if (state.get() != HELD) {
                 // the lease ended, or a loss was found, while the write was under way: the token may be the next
                 // holder's to use already (its acquisition came after our node went)

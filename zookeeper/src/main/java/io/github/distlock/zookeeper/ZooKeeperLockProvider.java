@@ -1,5 +1,9 @@
 package io.github.distlock.zookeeper;
 
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -7,8 +11,12 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
@@ -52,6 +60,19 @@ import org.jspecify.annotations.Nullable;
  * token they were issued), {@link LockHandle#newFencingToken()} the {@code mzxid} of a write to its own node.</li>
  * </ul>
  *
+ * <h2>Operations</h2>
+ * <ul>
+ * <li>Every lock node carries its owner, {@code <instance id>:<owner id>} ({@link #ownerName}), and its type as
+ * data, so that {@link #holders} on any instance names them; the instance id is a random UUID per provider, and
+ * {@link #announce} keeps an ephemeral node {@code <base path>-instances/<instance id>} with the instance's identity.
+ * A node of a plain Curator lock on the same path is named by its node name, with no instance.</li>
+ * <li>{@link #forceRelease(String, String)} deletes the holding nodes (each at the version read, all in one
+ * transaction); their holders watch their nodes and are told at once through {@link LockHandle#whenLost}, on this
+ * instance or another.</li>
+ * <li>{@link #closeKey} keeps the closed state in ZooKeeper, a persistent node {@code <base path>-closed/<key>} with
+ * the reason, for every type: see {@link ClosedKeys} for how no waiter stays queued on a closed key.</li>
+ * </ul>
+ *
  * <h2>Inside</h2>
  * This class keeps the timer and the callback threads, and hands the rest out: {@link ZooKeeperLockRepository} makes
  * the node operations, {@link ZooKeeperAcquisition} queues one acquisition's node and waits for its turn,
@@ -60,7 +81,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The client belongs to the caller: {@link #close()} stops this provider's timers and listener, not the client.
  */
-public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
+public class ZooKeeperLockProvider implements LockProvider, LockInspector, AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(ZooKeeperLockProvider.class);
 
@@ -70,6 +91,10 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
     /** The locks held and waited for, and what the connection's state means for them. */
     private final ZooKeeperSession session;
     private final String basePath;
+    /** This provider's part of every owner it writes: see {@link #ownerName}. */
+    private final String instanceId = UUID.randomUUID().toString();
+    private final ClosedKeys closedKeys;
+    private final ZooKeeperLockInspector inspector;
     /** Wait deadlines and fixed-lease ends. */
     private final ScheduledExecutorService timer;
     /**
@@ -92,6 +117,8 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         this.basePath = checkBasePath(basePath);
         this.repository = new ZooKeeperLockRepository(client);
         this.session = new ZooKeeperSession(client);
+        this.closedKeys = new ClosedKeys(client, this.basePath);
+        this.inspector = new ZooKeeperLockInspector(client, this.basePath, instanceId, this::runCallback);
         this.timer = Executors.newSingleThreadScheduledExecutor(task -> daemon(task, "distlock-zookeeper-timer"));
         this.callbacks = Executors.newCachedThreadPool(task -> daemon(task, "distlock-zookeeper-callback"));
         session.listen();
@@ -149,6 +176,103 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         return LockPaths.lockPath(basePath, key);
     }
 
+    /**
+     * Who holds {@code key} now, on any instance: the lock nodes that hold it by the recipe's rules (a writer first in
+     * the queue, else the readers before the first writer), never the waiters; mode {@code exclusive} for
+     * {@code REENTRANT} and {@code FAIR}, {@code write}, {@code read}; no remaining lease ({@code null}): a ZooKeeper
+     * lock lives as long as its holder's session.
+     */
+    @Override
+    public List<LockHolderInfo> holders(String key) {
+        return inspector.holders(key);
+    }
+
+    /** Deletes every holding node of {@code key}: see {@link #forceRelease(String, String)}. */
+    @Override
+    public List<LockHolderInfo> forceRelease(String key) {
+        return inspector.forceRelease(key, null).holders();
+    }
+
+    /**
+     * Deletes the holding nodes of {@code key} ({@code expectedOwner}'s only, when given), each at the version read
+     * and all in one transaction: a holder that released or wrote in between makes it read again, so the holders
+     * returned are exactly the ones evicted. Their holders are told at once: each watches its own node. Waiters
+     * queued behind them take the lock by the recipe's rules.
+     */
+    @Override
+    public ForceRelease forceRelease(String key, @Nullable String expectedOwner) {
+        return inspector.forceRelease(key, expectedOwner);
+    }
+
+    /** {@code <instance id>:<owner id>}, the instance id being this provider's random UUID. */
+    @Override
+    public String ownerName(long ownerId) {
+        return instanceId + ":" + ownerId;
+    }
+
+    /** A round trip to ZooKeeper (an {@code exists} on the base path); {@code false} at once while disconnected. */
+    @Override
+    public boolean ping(Duration timeout) {
+        return inspector.ping(Objects.requireNonNull(timeout, "ping: timeout"));
+    }
+
+    /**
+     * Keeps an ephemeral node {@code <base path>-instances/<instance id>} with {@code self}: it goes with the session
+     * (a dead instance is not named for longer than its locks live) and is written again when a new session begins.
+     * Does not block.
+     */
+    @Override
+    public void announce(LockInstance self) {
+        inspector.announce(self);
+    }
+
+    /**
+     * Closes {@code key} for every type: writes {@code <base path>-closed/<key>} with the reason, then fails this
+     * instance's waiters at once; the other instances' waiters watch that node and fail when it appears.
+     *
+     * @return the waiters told here, or the lock nodes queued for the key in ZooKeeper (every instance's) when more
+     */
+    @Override
+    public long closeKey(String key, String reason) {
+        Objects.requireNonNull(key, "closeKey: key");
+        Objects.requireNonNull(reason, "closeKey: reason");
+        String lockPath = lockPath(key);
+        // taken before the write: the watch may tell some of them before this thread does, and they count too
+        List<ZooKeeperAcquisition> waiters = session.waiting(acquisition -> acquisition.lockPath.equals(lockPath));
+        try {
+            closedKeys.close(key, reason);
+            for (ZooKeeperAcquisition waiter : waiters) {
+                waiter.fail(new LockKeyClosedException(key, reason));
+            }
+            long told = waiters.stream().filter(waiter -> !waiter.acquiredTheLock()).count();
+            return Math.max(told, inspector.waitingNodes(key));
+        }
+        catch (Exception ex) {
+            throw operationFailed("close", key, ex);
+        }
+    }
+
+    /** Deletes the closed node of {@code key}, if any: acquisitions on every instance wait and take it again. */
+    @Override
+    public void reopenKey(String key) {
+        Objects.requireNonNull(key, "reopenKey: key");
+        lockPath(key);
+        try {
+            closedKeys.reopen(key);
+        }
+        catch (Exception ex) {
+            throw operationFailed("reopen", key, ex);
+        }
+    }
+
+    private static RuntimeException operationFailed(String what, String key, Exception ex) {
+        if (ex instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+        }
+        return (ex instanceof RuntimeException runtime) ? runtime
+                : new IllegalStateException("Could not " + what + " lock key '" + key + "' in ZooKeeper: " + ex, ex);
+    }
+
     /** The client the locks live in. */
     public CuratorFramework getClient() {
         return client;
@@ -166,6 +290,7 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
         session.reportHeldLost("the ZooKeeper lock provider was closed: the lock is no longer watched, and goes with "
                 + "the session when the provider's client is closed");
         session.stopListening();
+        inspector.close();
         session.failWaiting(acquisition -> new IllegalStateException("The ZooKeeper lock provider was closed while "
                 + "waiting for lock '" + acquisition.request.key() + "'"));
         timer.shutdownNow();
@@ -180,6 +305,10 @@ public class ZooKeeperLockProvider implements LockProvider, AutoCloseable {
 
     ZooKeeperSession session() {
         return session;
+    }
+
+    ClosedKeys closedKeys() {
+        return closedKeys;
     }
 
     /** Runs {@code task} on the timer after {@code nanos}: a wait's deadline, a fixed lease's end. */

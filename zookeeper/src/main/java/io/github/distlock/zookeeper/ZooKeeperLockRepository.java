@@ -18,8 +18,6 @@ import org.jspecify.annotations.Nullable;
  */
 final class ZooKeeperLockRepository {
 
-    private static final byte[] NO_DATA = new byte[0];
-
     private final CuratorFramework client;
 
     ZooKeeperLockRepository(CuratorFramework client) {
@@ -32,12 +30,13 @@ final class ZooKeeperLockRepository {
      * parents created as containers, which the server removes once they are empty.
      *
      * @param prefix {@link LockPaths#nodePrefix}; ZooKeeper appends the sequence
+     * @param data who holds or waits with it ({@link LockNodeData}), for an operator on any instance
      * @param answer told the created node's path ({@code getName()}) or the failure's result code
      */
-    void createLockNode(String prefix, BackgroundCallback answer) throws Exception {
+    void createLockNode(String prefix, byte[] data, BackgroundCallback answer) throws Exception {
         client.create().creatingParentContainersIfNeeded().withProtection().withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
                 .inBackground(answer)
-                .forPath(prefix, NO_DATA);
+                .forPath(prefix, data);
     }
 
     /** Lists the children of {@code lockPath}; the answer carries the listing's {@code Stat} (its {@code pzxid}). */
@@ -54,9 +53,12 @@ final class ZooKeeperLockRepository {
         client.getData().usingWatcher(watcher).inBackground(answer).forPath(path);
     }
 
-    /** Writes no data to {@code path}, synchronously: the returned {@code Stat}'s {@code mzxid} is the write's zxid. */
-    Stat touch(String path) throws Exception {
-        return client.setData().forPath(path, NO_DATA);
+    /**
+     * Writes {@code data} (the node's own, unchanged) to {@code path} again, synchronously: the returned {@code Stat}'s
+     * {@code mzxid} is the write's zxid.
+     */
+    Stat touch(String path, byte[] data) throws Exception {
+        return client.setData().forPath(path, data);
     }
 
     /** Whether {@code path} exists, synchronously: its {@code Stat}, or {@code null} when it is gone. */

@@ -1,8 +1,10 @@
 package io.github.distlock.zookeeper;
 
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 import io.github.distlock.spi.LockHandle;
 import org.apache.curator.framework.CuratorFramework;
@@ -71,6 +73,11 @@ final class ZooKeeperSession {
         for (ZooKeeperLockHandle handle : held) {
             handle.lost(reason);
         }
+    }
+
+    /** The acquisitions waiting now that {@code which} selects. */
+    List<ZooKeeperAcquisition> waiting(Predicate<ZooKeeperAcquisition> which) {
+        return waiting.stream().filter(which).toList();
     }
 
     /** Fails every acquisition still waiting, each with its own failure. */

@@ -70,6 +70,17 @@ abstract class ZooKeeperContractTestBase extends LockProviderContractTest {
         }
     }
 
+    /** Closed keys are kept in ZooKeeper, for every type. */
+    @Override
+    protected boolean closesKeys() {
+        return true;
+    }
+
+    @Override
+    protected boolean closesKeys(LockType type) {
+        return true;
+    }
+
     /** An operator deleting the lock's nodes. */
     @Override
     protected void expireBehindItsBack(String key) {

@@ -160,4 +160,73 @@ class ZooKeeperLockNodesTest extends ZooKeeperServerTestBase {
             assertThat(handle.release()).isTrue();
         }
     }
+
+    /**
+     * A lock node carries its owner and type, which is how another instance names its holder; a plain Curator lock's
+     * node carries nothing, and is named by the node itself.
+     */
+    @Test
+    void aLockNodeNamesItsOwnerAndACuratorLocksNodeIsNamedByItself() throws Exception {
+        LockOwner owner = LockOwner.next();
+        LockHandle writer = provider.acquire(new LockRequest("named", 0, 0, false, LockType.WRITE, owner))
+                .get(SLACK.toMillis(), TimeUnit.MILLISECONDS);
+        String node = nodes("named").get(0);
+        String ownerName = provider.ownerName(owner.id());
+        assertThat(new String(client.getData().forPath(provider.lockPath("named") + "/" + node),
+                java.nio.charset.StandardCharsets.UTF_8)).isEqualTo(ownerName + "\nWRITE");
+        assertThat(provider.holders("named")).singleElement().satisfies(holder -> {
+            assertThat(holder.owner()).isEqualTo(ownerName);
+            assertThat(holder.instanceId()).isEqualTo(ownerName.substring(0, ownerName.lastIndexOf(':')));
+            assertThat(holder.mode()).isEqualTo("write");
+        });
+        assertThat(writer.release()).isTrue();
+
+        InterProcessReadWriteLock curatorLock = new InterProcessReadWriteLock(client, provider.lockPath("curator's"));
+        assertThat(curatorLock.writeLock().acquire(5, TimeUnit.SECONDS)).isTrue();
+        try {
+            String curatorNode = nodes("curator's").get(0);
+            assertThat(provider.holders("curator's")).singleElement().satisfies(holder -> {
+                assertThat(holder.owner()).isEqualTo(curatorNode);
+                assertThat(holder.instanceId()).isNull();
+                assertThat(holder.mode()).isEqualTo("exclusive");
+            });
+        }
+        finally {
+            curatorLock.writeLock().release();
+        }
+    }
+
+    /**
+     * A closed key is a node beside the base path with the reason: a waiter fails at once, a newcomer of every type
+     * fails even when the key is free, the holder keeps its lock; reopening deletes the node.
+     */
+    @Test
+    void aClosedKeyIsANodeBesideTheBasePathWithItsReason() throws Exception {
+        LockHandle holder = acquire("closing", Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        CompletableFuture<LockHandle> waiter = provider.acquire(new LockRequest("closing",
+                Duration.ofSeconds(30).toNanos(), 0, false, LockType.READ, LockOwner.next()));
+        await().atMost(SLACK).until(() -> nodes("closing").size() == 2);
+
+        assertThat(provider.closeKey("closing", "sold out")).as("waiters told").isEqualTo(1);
+        assertThat(new String(client.getData().forPath(BASE + "-closed/closing"), java.nio.charset.StandardCharsets.UTF_8))
+                .isEqualTo("sold out");
+        assertThat(waiter).failsWithin(SLACK).withThrowableThat().havingCause()
+                .isInstanceOf(io.github.distlock.LockKeyClosedException.class)
+                .withMessage("Lock 'closing' is closed: sold out");
+        await().atMost(SLACK).until(() -> nodes("closing").size() == 1);
+        assertThat(holder.stillHeld()).isTrue();
+        assertThat(holder.release()).isTrue();
+        for (LockType type : LockType.values()) {
+            assertThat(provider.acquire(new LockRequest("closing", 0, 0, false, type, LockOwner.next())))
+                    .as("a newcomer of type %s on the free, closed key", type).failsWithin(SLACK)
+                    .withThrowableThat().havingCause().isInstanceOf(io.github.distlock.LockKeyClosedException.class);
+        }
+        assertThat(nodes("closing")).as("nodes the newcomers left").isEmpty();
+
+        provider.reopenKey("closing");
+        assertThat(client.checkExists().forPath(BASE + "-closed/closing")).isNull();
+        LockHandle again = acquire("closing", Duration.ZERO, Duration.ZERO, LockType.FAIR, false);
+        assertThat(again).isNotNull();
+        assertThat(again.release()).isTrue();
+    }
 }

@@ -157,6 +157,34 @@ class ZooKeeperSessionLossTest {
         assertThat(next.release()).isTrue();
     }
 
+    /**
+     * An instance's announcement is an ephemeral node, which goes with an expired session: it is written again in the
+     * next session, so that its holders are still named on the other instances.
+     */
+    @Test
+    void anAnnouncementIsWrittenAgainInTheNextSession() throws Exception {
+        CuratorFramework holderClient = closeLater(ZooKeeperTesting.connect(server.getConnectString()));
+        List<ConnectionState> states = recordStates(holderClient);
+        ZooKeeperLockProvider holderSide = closeLater(new ZooKeeperLockProvider(holderClient, BASE));
+        io.github.distlock.spi.LockInstance self = new io.github.distlock.spi.LockInstance("orders", "host-a", 7);
+        holderSide.announce(self);
+        String owner = holderSide.ownerName(0);
+        String node = BASE + "-instances/" + owner.substring(0, owner.lastIndexOf(':'));
+        await().atMost(SLACK).until(() -> admin.checkExists().forPath(node) != null);
+        long firstSession = admin.checkExists().forPath(node).getEphemeralOwner();
+
+        KillSession.kill(holderClient.getZookeeperClient().getZooKeeper());
+        await().atMost(SLACK).until(() -> states.contains(ConnectionState.RECONNECTED));
+        await().atMost(SLACK).until(() -> {
+            org.apache.zookeeper.data.Stat stat = admin.checkExists().forPath(node);
+            return stat != null && stat.getEphemeralOwner() != firstSession;
+        });
+        LockHandle held = acquire(holderSide, request("announced", Duration.ZERO));
+        assertThat(other.holders("announced")).singleElement()
+                .satisfies(holder -> assertThat(holder.instance()).isEqualTo(self));
+        assertThat(held.release()).isTrue();
+    }
+
     /** A waiter whose session expires fails (its place in the queue is gone) and leaves no node behind. */
     @Test
     void aWaiterWhoseSessionExpiresFailsAndLeavesNoNode() throws Exception {

@@ -81,6 +81,10 @@ class JdbcSchemaInitializationTest {
                 .extracting(row -> row.get("schemaname") + "." + row.get("indexname"))
                 .containsExactly("locking.app_locks_instance", "locking.app_locks_pkey");
         assertThat(db.query("SELECT token FROM locking.app_locks WHERE lock_key = 'lock:k'")).hasSize(1);
+        assertThat(db.query("SELECT schemaname, tablename FROM pg_tables WHERE tablename = 'app_locks_peers'"))
+                .as("the table of instances, beside the lock table")
+                .extracting(row -> row.get("schemaname") + "." + row.get("tablename"))
+                .containsExactly("locking.app_locks_peers");
     }
 
     private static List<Map<String, Object>> tables(String name) {
