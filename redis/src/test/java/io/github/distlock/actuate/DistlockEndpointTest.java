@@ -120,6 +120,8 @@ class DistlockEndpointTest {
             assertThat(JsonPath.<List<?>>read(found.body(), "$.heldHere")).isEmpty();
             // the owner is alpha's Redis owner field, and alpha's identity lives in Redis with a TTL
             String owner = holders.get(0).get("owner").toString();
+            // alpha's own list names its holder as the key view does
+            assertThat(held.get(0)).containsEntry("owner", owner);
             try (RespClient client = RespClient.connect(redis.port())) {
                 assertThat(client.call("HEXISTS", FULL_KEY, owner)).isEqualTo(1L);
                 String instanceKey = "distlock:instance:{" + holders.get(0).get("instanceId") + "}";
