@@ -493,7 +493,8 @@ public class DistlockEndpoint {
      * One holder as the backend sees it.
      *
      * @param owner the backend's owner, such as {@code <client id>:<owner id>}
-     * @param instanceId the backend's id of the holder's instance (Redisson's client id)
+     * @param instanceId the backend's id of the holder's instance, the part of {@code owner} before the colon
+     * (on Redis, Redisson's client id)
      * @param instance the instance as it announced itself, or {@code null} (never announced, or its entry expired:
      * possibly dead, its lock living out its lease)
      * @param thisInstance whether it is this instance
