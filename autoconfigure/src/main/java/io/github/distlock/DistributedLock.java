@@ -139,8 +139,8 @@ public @interface DistributedLock {
      * within it, or within {@code distlock.watchdog-timeout} for the watchdog) and the same skip/fallback behaviour as a
      * lock; e.g. "at most 3 report exports per tenant". {@link LockType#REENTRANT} and unfenced only (startup error
      * otherwise), and only on a backend that supports permits (Redis). On Redis the semaphore is a key of its own,
-     * {@code <key>:permits}: a lock and a semaphore of the same key do not exclude each other, and a nested call on
-     * this thread re-enters only with the same number of permits.
+     * {@code distlock_permits:{<key>}}: a lock and a semaphore of the same key do not exclude each other, and a
+     * nested call on this thread re-enters only with the same number of permits.
      */
     int permits() default 1;
 

@@ -17,8 +17,8 @@ import io.github.distlock.LockTemplate;
 /**
  * What {@code permits = N} costs next to a plain lock, through {@link LockTemplate}, in one run on one
  * {@code redis-server} and one application: {@link Variant#REENTRANT} against {@link Variant#PERMITS} (at most
- * {@value #PERMITS} holders of a key, a sorted set {@code <key>:permits} scored by Redis's clock, waiters polling
- * 5 → 50 ms).
+ * {@value #PERMITS} holders of a key, a sorted set {@code distlock_permits:{<key>}} scored by Redis's clock, waiters
+ * polling 5 → 50 ms).
  *
  * <p>Two workloads: (a) each thread on a key of its own (no waiting ever), at 1 and at 8 threads — the price of the
  * scripts themselves; (b) ONE key, 16 threads, wait 30 s — what polling does to a contended key, with REENTRANT on a

@@ -1,6 +1,7 @@
 package io.github.distlock.etcd;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -13,6 +14,7 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.watch.WatchEvent;
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
 
@@ -23,6 +25,10 @@ import io.github.distlock.spi.LockRequest;
  * entry created for an acquisition that was abandoned is deleted by whichever of "entry created" and "abandoned"
  * comes second: the creation publishes {@link #revision} and then reads the state; the abandoning sets the state
  * and then reads {@link #revision}.
+ *
+ * <p>Closed keys: the create transaction and every look at the queue require the key's closed marker to be absent;
+ * while it waits, the acquisition also watches the marker from the revision of its latest look on, and fails with
+ * {@link LockKeyClosedException} when it is put (see {@link EtcdLockProvider#closeKey}).
  */
 final class EtcdAcquisition {
 
@@ -36,6 +42,10 @@ final class EtcdAcquisition {
     final boolean exclusive;
     final String prefix;
     final ByteSequence entry;
+    /** What the entry holds: its mode. */
+    private final ByteSequence value;
+    /** The key's closed marker, which every create and every look requires absent. */
+    private final ByteSequence closedMarker;
     final CompletableFuture<LockHandle> future = new CompletableFuture<>();
     private final AtomicInteger state = new AtomicInteger(WAITING);
     /** The entry's create revision; 0 until it is created. */
@@ -45,6 +55,8 @@ final class EtcdAcquisition {
     private volatile boolean sawItTaken;
     private volatile ScheduledFuture<?> deadline;
     private final AtomicReference<Watch.Watcher> watcher = new AtomicReference<>();
+    /** The watch on the closed marker, from the first look that found the lock taken on. */
+    private final AtomicReference<Watch.Watcher> closeWatcher = new AtomicReference<>();
 
     EtcdAcquisition(EtcdLockProvider provider, LockRequest request) {
         this.provider = provider;
@@ -54,6 +66,8 @@ final class EtcdAcquisition {
         this.prefix = provider.lockPrefix(request.key());
         this.entry = EtcdLockProvider.bytes(prefix + (exclusive ? "w/" : "r/") + provider.clientId() + "-"
                 + Long.toHexString(request.owner().id()));
+        this.value = EtcdLockProvider.bytes(EtcdLockProvider.mode(request.type()));
+        this.closedMarker = EtcdLockProvider.bytes(provider.closedMarker(request.key()));
     }
 
     /** Where the entries this one waits for are: every entry for an exclusive lock, writers' for a reader. */
@@ -70,12 +84,15 @@ final class EtcdAcquisition {
         });
         if (request.waitNanos() == 0) {
             // one try: when the lock is visibly taken, answer without creating an entry and deleting it again
-            repository.count(blockers())
+            repository.countUnlessClosed(blockers(), closedMarker)
                     .whenComplete((answer, failure) -> guarded(() -> {
                         if (failure != null) {
                             fail(EtcdLockProvider.unwrap(failure));
                         }
-                        else if (answer.getCount() > 0) {
+                        else if (!answer.isSucceeded()) {
+                            failClosed(answer.getGetResponses().get(0).getKvs());
+                        }
+                        else if (answer.getGetResponses().get(0).getCount() > 0) {
                             sawItTaken = true;
                             giveUp();
                         }
@@ -109,7 +126,7 @@ final class EtcdAcquisition {
                 return;
             }
             // create-if-absent: a retried request never creates the entry twice, and either branch tells its revision
-            repository.createIfAbsent(entry, s.leaseId).whenComplete((answer, txnFailure) -> guarded(() -> {
+            repository.createIfAbsent(entry, value, s.leaseId, closedMarker).whenComplete((answer, txnFailure) -> guarded(() -> {
                 if (txnFailure != null) {
                     if (!EtcdLockProvider.isNotFound(txnFailure)) {
                         // the answer may have been lost after etcd created the entry: delete it (its name
@@ -127,8 +144,20 @@ final class EtcdAcquisition {
                     }
                     return;
                 }
-                created(answer.isSucceeded() ? answer.getHeader().getRevision()
-                        : answer.getGetResponses().get(0).getKvs().get(0).getCreateRevision());
+                if (answer.isSucceeded()) {
+                    created(answer.getHeader().getRevision());
+                    return;
+                }
+                List<KeyValue> existing = answer.getGetResponses().get(0).getKvs();
+                List<KeyValue> marker = answer.getGetResponses().get(1).getKvs();
+                if (marker.isEmpty()) {
+                    created(existing.get(0).getCreateRevision());
+                    return;
+                }
+                if (!existing.isEmpty()) {
+                    revision = existing.get(0).getCreateRevision(); // an earlier try of ours created it: deleted
+                }
+                failClosed(marker);
             }));
         }));
     }
@@ -152,9 +181,12 @@ final class EtcdAcquisition {
         if (state.get() != WAITING) {
             return;
         }
-        repository.lastBefore(entry, revision, blockers()).whenComplete((answer, failure) -> guarded(() -> {
+        repository.lastBefore(entry, revision, blockers(), closedMarker).whenComplete((answer, failure) -> guarded(() -> {
             if (failure != null) {
                 fail(EtcdLockProvider.unwrap(failure));
+            }
+            else if (!answer.isSucceeded() && !answer.getGetResponses().get(0).getKvs().isEmpty()) {
+                failClosed(answer.getGetResponses().get(0).getKvs());
             }
             else if (!answer.isSucceeded()) {
                 fail(new IllegalStateException("The etcd entry " + EtcdLockProvider.text(entry) + " of lock '"
@@ -176,6 +208,7 @@ final class EtcdAcquisition {
             giveUp();
             return;
         }
+        watchClosedMarker(readRevision + 1);
         KeyValue blocker = answer.getKvs().get(0);
         // from the revision just read: a deletion after the read is replayed, so none is missed
         AtomicBoolean woken = new AtomicBoolean();
@@ -195,6 +228,38 @@ final class EtcdAcquisition {
         if (state.get() != WAITING) {
             EtcdLockProvider.closeQuietly(watcher.getAndSet(null));
         }
+    }
+
+    /**
+     * Watches the closed marker from {@code fromRevision} on (the look at that revision found it absent), unless it
+     * is watched already. A watch that broke is dropped and the queue looked at again, which looks at the marker too
+     * and watches it anew.
+     */
+    private void watchClosedMarker(long fromRevision) {
+        if (closeWatcher.get() != null) {
+            return;
+        }
+        AtomicBoolean ended = new AtomicBoolean();
+        Watch.Watcher next = repository.watchPuts(closedMarker, fromRevision, Watch.listener(response -> {
+            response.getEvents().stream().filter(event -> event.getEventType() == WatchEvent.EventType.PUT)
+                    .findFirst().ifPresent(put -> guarded(() -> failClosed(List.of(put.getKeyValue()))));
+        }, error -> {
+            if (ended.compareAndSet(false, true)) {
+                EtcdLockProvider.closeQuietly(closeWatcher.getAndSet(null));
+                guarded(this::check);
+            }
+        }));
+        if (!closeWatcher.compareAndSet(null, next)) {
+            EtcdLockProvider.closeQuietly(next);
+        }
+        if (state.get() != WAITING) {
+            EtcdLockProvider.closeQuietly(closeWatcher.getAndSet(null));
+        }
+    }
+
+    /** The key is closed ({@code marker} holds the reason): fails, deleting the entry if there is one. */
+    private void failClosed(List<KeyValue> marker) {
+        fail(new LockKeyClosedException(request.key(), EtcdLockProvider.text(marker.get(0).getValue())));
     }
 
     private void deadlineReached() {
@@ -220,7 +285,7 @@ final class EtcdAcquisition {
         }
         // a fixed lease: a lease of its own from now on, so that it runs from the acquisition, not the request
         repository.grant(EtcdLockProvider.ttlSeconds(Duration.ofNanos(request.leaseNanos())))
-                .thenCompose(grant -> repository.putIfOurs(entry, revision, grant.getID()).thenApply(answer -> {
+                .thenCompose(grant -> repository.putIfOurs(entry, value, revision, grant.getID()).thenApply(answer -> {
                     if (!answer.isSucceeded()) {
                         repository.revoke(grant.getID()).exceptionally(failure -> null);
                         throw new IllegalStateException("The etcd entry of lock '" + request.key()
@@ -331,6 +396,7 @@ final class EtcdAcquisition {
             task.cancel(false);
         }
         EtcdLockProvider.closeQuietly(watcher.getAndSet(null));
+        EtcdLockProvider.closeQuietly(closeWatcher.getAndSet(null));
     }
 
     /** A failure in our own callback code must end the acquisition, not vanish on a jetcd thread. */

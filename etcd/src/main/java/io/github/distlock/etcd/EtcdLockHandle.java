@@ -134,7 +134,8 @@ final class EtcdLockHandle implements LockHandle {
         if (state.get() != HELD) {
             return -1;
         }
-        TxnResponse answer = join(provider.repository().putIfOurs(entry, createRevision, leaseId));
+        TxnResponse answer = join(provider.repository().putIfOurs(entry,
+                EtcdLockProvider.bytes(EtcdLockProvider.mode(request.type())), createRevision, leaseId));
         if (!answer.isSucceeded()) {
             lost("its etcd key " + key() + " is gone (its lease expired, or someone deleted it)");
             return -1;

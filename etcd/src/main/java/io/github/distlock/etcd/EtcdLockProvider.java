@@ -2,6 +2,10 @@ package io.github.distlock.etcd;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -15,12 +19,18 @@ import java.util.concurrent.TimeUnit;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import org.apache.commons.logging.Log;
@@ -36,9 +46,14 @@ import org.jspecify.annotations.Nullable;
  * <h2>Layout</h2>
  * The lock of {@code key} is the prefix {@code <namespace><key>/} ({@code /} and {@code %} in the key
  * percent-encoded, so that no key's prefix contains another's); exclusive entries ({@code REENTRANT}, {@code FAIR},
- * {@code WRITE}) are {@code <prefix>w/<client>-<owner>}, readers' {@code <prefix>r/<client>-<owner>}. All types of
- * one key exclude each other unless both read; every type is first come, first served. An etcd mutex on the same
- * prefix ({@code etcdctl lock <namespace><key>}) excludes and is excluded by our exclusive locks.
+ * {@code WRITE}) are {@code <prefix>w/<client>-<owner hex>}, readers' {@code <prefix>r/<client>-<owner hex>}, each
+ * holding its mode ({@code exclusive}, {@code write}, {@code read}). All types of one key exclude each other unless
+ * both read; every type is first come, first served. An etcd mutex on the same prefix
+ * ({@code etcdctl lock <namespace><key>}) excludes and is excluded by our exclusive locks.
+ *
+ * <p>Beside the locks, two paths no lock's prefix can contain (an encoded key never has a {@code %} followed by a
+ * letter): {@code <namespace>%closed/<key>}, the marker of a {@linkplain #closeKey closed} key, holding the reason;
+ * and {@code <namespace>%instances/<client>}, each instance's {@linkplain #announce announcement}.
  *
  * <h2>Leases</h2>
  * <ul>
@@ -60,10 +75,18 @@ import org.jspecify.annotations.Nullable;
  * token they were issued, including tokens issued to a holder after a waiter's key was created);
  * {@link LockHandle#newFencingToken()} the revision of a write to its own key.
  *
+ * <h2>Operations</h2>
+ * {@link #holders} reads the entries under the key's prefix and names the ones that hold by the recipe's rules (a
+ * reader when no writer entry is older, any other entry when it is the oldest of all), with the time left of their
+ * lease; {@link #forceRelease(String)} deletes those entries in one transaction that compares the mod revisions of
+ * what decides who holds (the holders' entries and the oldest writer entry), reading again on a conflicting change.
+ * Each holder watches its own entry: an evicted holder is told through {@link LockHandle#whenLost} as soon as etcd
+ * reports the deletion, on any instance; its release then answers {@code false} and touches nothing.
+ *
  * <p>The client belongs to the caller: {@link #close()} revokes the session lease (freeing the locks still held) and
  * stops this provider's timers, not the client.
  */
-public class EtcdLockProvider implements LockProvider, AutoCloseable {
+public class EtcdLockProvider implements LockProvider, LockInspector, AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(EtcdLockProvider.class);
 
@@ -82,6 +105,8 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
     private final EtcdSessions sessions;
     private final Set<EtcdAcquisition> waiting = ConcurrentHashMap.newKeySet();
     private final Set<EtcdLockHandle> held = ConcurrentHashMap.newKeySet();
+    private final EtcdLockInspector inspector;
+    private final EtcdInstances instances;
     private volatile boolean closed;
 
     /**
@@ -99,6 +124,9 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
         this.timer = Executors.newScheduledThreadPool(1, task -> daemon(task, "distlock-etcd-timer"));
         this.callbacks = Executors.newCachedThreadPool(task -> daemon(task, "distlock-etcd-callback"));
         this.sessions = new EtcdSessions(repository, timer, sessionTtlSeconds);
+        this.inspector = new EtcdLockInspector(this, repository);
+        this.instances = new EtcdInstances(this, repository);
+        this.sessions.onLost(instances::sessionLost);
     }
 
     /**
@@ -154,6 +182,120 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
     /** The prefix under which the entries of {@code key}'s lock live. */
     public String lockPrefix(String key) {
         return namespace + encode(key) + "/";
+    }
+
+    /** The marker of {@code key} while it is {@linkplain #closeKey closed}: outside every lock's prefix. */
+    public String closedMarker(String key) {
+        return namespace + "%closed/" + encode(key);
+    }
+
+    /** Where instances {@linkplain #announce announce} themselves, one key per client id. */
+    String instancesPrefix() {
+        return namespace + "%instances/";
+    }
+
+    String instanceKey() {
+        return instancesPrefix() + clientId;
+    }
+
+    /** What an entry of a lock of {@code type} holds: how {@link #holders} names its mode. */
+    static String mode(LockType type) {
+        return switch (type) {
+            case READ -> "read";
+            case WRITE -> "write";
+            default -> "exclusive";
+        };
+    }
+
+    // ---------------------------------------------------------------- closing keys
+
+    /**
+     * Closes {@code key} for every type: puts its marker ({@link #closedMarker}) with {@code reason}, kept until
+     * {@link #reopenKey} on any instance.
+     *
+     * <p>Invariant: no entry is created and no lock is granted while the marker exists. Each acquisition's create
+     * transaction, and each look at whether it now holds the lock, requires the marker's version to be 0 in the
+     * same transaction, so a closed key costs no extra round trip and no newcomer slips in while it closes; and a
+     * waiter watches the marker from the revision of its last look on, so a close after that look is never missed.
+     * A waiter told fails with {@link LockKeyClosedException} ("Lock '&lt;key&gt;' is closed: &lt;reason&gt;") and
+     * deletes its entry; a try that finds the key closed fails the same way, even when the key is free. A holder
+     * (granted by a look before the close) keeps its lock and releases it as usual.
+     *
+     * @return the entries queued behind the holders when the marker was put, on every instance, read in the same
+     * transaction: each of them is told. An estimate in two ways: a waiter giving up at that moment is counted (and
+     * answers "not acquired"), and an entry of another client on the prefix (an etcd mutex) is counted and not told
+     * @throws IllegalArgumentException for a key etcd cannot store apart from others, or a null reason
+     */
+    @Override
+    public long closeKey(String key, String reason) {
+        if (reason == null) {
+            throw new IllegalArgumentException("closeKey: reason must not be null");
+        }
+        String prefix = lockPrefix(key);
+        TxnResponse answer = join(repository.close(bytes(closedMarker(key)), bytes(reason), bytes(prefix)));
+        List<KeyValue> entries = new ArrayList<>(answer.getGetResponses().get(0).getKvs());
+        entries.sort(Comparator.comparingLong(KeyValue::getCreateRevision));
+        long waiters = entries.size() - EtcdLockInspector.holding(entries, prefix).size();
+        log().info("distlock: lock '" + key + "' closed in etcd (" + reason + "); " + waiters + " waiter(s) told");
+        return waiters;
+    }
+
+    /** Deletes the marker of {@code key}: every instance's acquisitions of it work again. */
+    @Override
+    public void reopenKey(String key) {
+        join(repository.delete(bytes(closedMarker(key))));
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    /**
+     * The holders of {@code key} on any instance: see "Operations" above. The owner is {@link #ownerName} of the
+     * holder's instance (an entry of another client on the prefix is named by its key under the prefix, without an
+     * instance); the mode {@code exclusive} ({@code REENTRANT}, {@code FAIR}), {@code write} or {@code read};
+     * {@code remaining} the time left of the entry's etcd lease, in whole seconds (a fixed lease's own timer ends
+     * it up to a second earlier).
+     */
+    @Override
+    public List<LockHolderInfo> holders(String key) {
+        return inspector.holders(key);
+    }
+
+    /** Deletes the holders' entries in one transaction: see "Operations" above. */
+    @Override
+    public List<LockHolderInfo> forceRelease(String key) {
+        return inspector.forceRelease(key, null).holders();
+    }
+
+    /**
+     * Like {@link #forceRelease(String)}, deleting only the entries of {@code expectedOwner} (as {@link #holders}
+     * names it), if it still holds: the other readers keep theirs.
+     */
+    @Override
+    public ForceRelease forceRelease(String key, @Nullable String expectedOwner) {
+        return inspector.forceRelease(key, expectedOwner);
+    }
+
+    /** {@code <client id>:<owner id>}: the client id is the one in this provider's entry names. */
+    @Override
+    public String ownerName(long ownerId) {
+        return clientId + ":" + ownerId;
+    }
+
+    /** A read of one key, within {@code timeout}; {@code false} on no answer in time or a failure, never a throw. */
+    @Override
+    public boolean ping(Duration timeout) {
+        Objects.requireNonNull(timeout, "ping: timeout must not be null");
+        return inspector.ping(timeout);
+    }
+
+    /**
+     * Puts {@code self} under {@code <namespace>%instances/<client id>} on the session lease (it expires with this
+     * instance, and again after a new session lease), without waiting: a write that fails is tried again every
+     * second.
+     */
+    @Override
+    public void announce(LockInstance self) {
+        instances.announce(self);
     }
 
     /**
@@ -292,6 +434,16 @@ public class EtcdLockProvider implements LockProvider, AutoCloseable {
             cause = cause.getCause();
         }
         return cause;
+    }
+
+    static <T> T join(CompletableFuture<T> future) {
+        try {
+            return future.join();
+        }
+        catch (CompletionException ex) {
+            Throwable cause = unwrap(ex);
+            throw (cause instanceof RuntimeException runtime) ? runtime : ex;
+        }
     }
 
     static Log log() {

@@ -12,6 +12,7 @@ final class EtcdSessions {
     private final ScheduledExecutorService timer;
     private final long ttlSeconds;
     private final AtomicReference<CompletableFuture<EtcdSession>> session = new AtomicReference<>();
+    private volatile Runnable lost = () -> { };
 
     EtcdSessions(EtcdLockRepository repository, ScheduledExecutorService timer, long ttlSeconds) {
         this.repository = repository;
@@ -46,9 +47,15 @@ final class EtcdSessions {
         }
     }
 
+    /** Runs {@code listener} after a session lease was lost (and stopped being the current one). */
+    void onLost(Runnable listener) {
+        this.lost = listener;
+    }
+
     /** A lost session stops being the current one, so that the next acquisition grants a new lease. */
     void unpublish(CompletableFuture<EtcdSession> published) {
         session.compareAndSet(published, null);
+        lost.run();
     }
 
     /** Stops renewing the current session lease and revokes it, waiting up to a second for the answer. */

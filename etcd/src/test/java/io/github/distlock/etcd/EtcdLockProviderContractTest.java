@@ -8,6 +8,7 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.test.LockProviderContractTest;
@@ -70,6 +71,40 @@ class EtcdLockProviderContractTest extends LockProviderContractTest {
             proxy.close();
             other.close();
         }
+    }
+
+    /** Every type: see {@link EtcdLockProvider#closeKey}. */
+    @Override
+    protected boolean closesKeys() {
+        return true;
+    }
+
+    @Override
+    protected boolean closesKeys(LockType type) {
+        return true;
+    }
+
+    /**
+     * A second jetcd client and provider on the same server, as another JVM would have (its own client id, session
+     * lease and watches), announced like an application's; the provider closes its client.
+     */
+    @Override
+    protected LockProvider createOtherInstance() {
+        EtcdServer.assumeRunning(server);
+        Client own = EtcdTesting.connect(server.endpoint());
+        EtcdLockProvider other = new EtcdLockProvider(own, NAMESPACE, EtcdTesting.WATCHDOG) {
+            @Override
+            public void close() {
+                try {
+                    super.close();
+                }
+                finally {
+                    own.close();
+                }
+            }
+        };
+        other.announce(new LockInstance("contract-other", "host-of-the-other", 2));
+        return other;
     }
 
     /** An operator deleting the lock's entries. */

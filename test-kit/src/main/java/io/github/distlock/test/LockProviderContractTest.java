@@ -17,6 +17,9 @@ import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.LockType;
 import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockHolderInfo;
+import io.github.distlock.spi.LockInspector;
+import io.github.distlock.spi.LockInstance;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockProvider;
 import io.github.distlock.spi.LockRequest;
@@ -56,7 +59,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * while held, dead holders' locks freed within their lease or renewal timeout, losses reported while held, fencing
  * tokens that grow per key, cancelled waiters that leave no lock behind, and every {@link LockType} the provider
  * declares ({@code FAIR} order, {@code READ} sharing, {@code WRITE} exclusion, exclusion across types of one key) with
- * a clear {@link IllegalArgumentException} for what it does not declare. Tests of things a provider does not declare,
+ * a clear {@link IllegalArgumentException} for what it does not declare. For a provider that is also a
+ * {@link LockInspector}: holders listed in the endpoint's owner format and seen from another instance, force releases
+ * that free the key and tell the evicted holder within {@link #evictionNotice()}, a ping, and keys closed on one
+ * instance and closed for every other. Tests of things a provider does not declare,
  * or that need a hook it does not implement, are skipped (JUnit assumptions), never passed silently.
  *
  * <p>Time bounds are generous (see {@link #slack()}) so that a loaded CI machine does not fail them; a lock that is
@@ -73,6 +79,7 @@ public abstract class LockProviderContractTest {
     private LockProvider provider;
     private String keyPrefix;
     private final List<LockHandle> handles = new CopyOnWriteArrayList<>();
+    private final List<LockProvider> otherInstances = new CopyOnWriteArrayList<>();
 
     // ---------------------------------------------------------------- what a provider's test supplies
 
@@ -126,6 +133,36 @@ public abstract class LockProviderContractTest {
         return false;
     }
 
+    /**
+     * Whether the provider can {@linkplain LockProvider#closeKey close keys} for locks of {@code type}. The default:
+     * {@code FAIR} locks when {@link #closesKeys()} says so.
+     */
+    protected boolean closesKeys(LockType type) {
+        return type == LockType.FAIR && closesKeys();
+    }
+
+    /** Whether closing a key also fails the callers waiting for one of its permits. The default says no. */
+    protected boolean closesPermits() {
+        return false;
+    }
+
+    /**
+     * A provider acting as another application instance on the same backend: its own client identity, connection or
+     * session, as a second JVM would have. The suite closes it after the test when it is {@link AutoCloseable}. The
+     * default ({@code null}) skips the tests that look at a lock from another instance.
+     */
+    protected @Nullable LockProvider createOtherInstance() {
+        return null;
+    }
+
+    /**
+     * How soon a holder whose lock was {@linkplain LockInspector#forceRelease force-released} is told through
+     * {@link LockHandle#whenLost}, whether it holds a watchdog lock or a long fixed lease, on this instance or another.
+     */
+    protected Duration evictionNotice() {
+        return slack();
+    }
+
     /** The fixed lease of the expiry tests: short, so the suite does not wait long, but well above a round trip. */
     protected Duration shortLease() {
         return Duration.ofMillis(500);
@@ -163,6 +200,11 @@ public abstract class LockProviderContractTest {
                 // the backend may be the reason the test failed
             }
         }
+        for (LockProvider other : otherInstances) {
+            if (other instanceof AutoCloseable closeable) {
+                closeable.close();
+            }
+        }
         if (provider instanceof AutoCloseable closeable) {
             closeable.close();
         }
@@ -185,7 +227,12 @@ public abstract class LockProviderContractTest {
 
     /** Starts an acquisition; a lock it brings is released after the test if the test left it held. */
     protected final CompletableFuture<@Nullable LockHandle> acquireAsync(LockRequest request) {
-        CompletableFuture<LockHandle> future = provider.acquire(request);
+        return acquireAsync(provider, request);
+    }
+
+    /** Starts an acquisition through {@code on}; a lock it brings is released after the test if left held. */
+    protected final CompletableFuture<@Nullable LockHandle> acquireAsync(LockProvider on, LockRequest request) {
+        CompletableFuture<LockHandle> future = on.acquire(request);
         future.whenComplete((handle, failure) -> {
             if (handle != null) {
                 handles.add(handle);
@@ -196,7 +243,12 @@ public abstract class LockProviderContractTest {
 
     /** Acquires and waits for the outcome: the handle, or {@code null} when not acquired. */
     protected final @Nullable LockHandle acquire(LockRequest request) {
-        CompletableFuture<LockHandle> future = acquireAsync(request);
+        return acquire(provider, request);
+    }
+
+    /** Acquires through {@code on} and waits for the outcome: the handle, or {@code null} when not acquired. */
+    protected final @Nullable LockHandle acquire(LockProvider on, LockRequest request) {
+        CompletableFuture<LockHandle> future = acquireAsync(on, request);
         try {
             return future.get(Duration.ofNanos(request.waitNanos()).plus(slack()).toMillis(), TimeUnit.MILLISECONDS);
         }
@@ -797,6 +849,239 @@ public abstract class LockProviderContractTest {
         LockHandle again = tryOnce(key, LockType.FAIR);
         assertThat(again).as("after reopening").isNotNull();
         assertThat(again.release()).isTrue();
+    }
+
+    // ---------------------------------------------------------------- what an operator does: look up, force release
+
+    private LockInspector inspector() {
+        assumeTrue(provider instanceof LockInspector, "the provider is no LockInspector");
+        return (LockInspector) provider;
+    }
+
+    private LockProvider otherInstance() {
+        LockProvider other = createOtherInstance();
+        assumeTrue(other != null, "the provider's test cannot make another instance (override createOtherInstance)");
+        otherInstances.add(other);
+        return other;
+    }
+
+    private static String ownerName(LockProvider on, LockRequest request) {
+        return ((LockInspector) on).ownerName(request.owner().id());
+    }
+
+    /**
+     * Every live hold is listed once, its owner in the one format the endpoint shows everywhere
+     * ({@code <instance id>:<owner id>}, as {@link LockInspector#ownerName} names it), its mode in the backend's words;
+     * a released lock is no longer listed.
+     */
+    @Test
+    protected void holdersNameEveryLiveHoldInTheOwnerFormatOfTheEndpoint() {
+        LockInspector inspector = inspector();
+        String key = key("k");
+        assertThat(inspector.holders(key)).as("a key nobody locked").isEmpty();
+        LockRequest request = request(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        LockHandle handle = acquire(request);
+        assertThat(handle).isNotNull();
+        String owner = inspector.ownerName(request.owner().id());
+        assertThat(owner).endsWith(":" + request.owner().id());
+        assertThat(inspector.holders(key)).singleElement().satisfies(holder -> {
+            assertThat(holder.key()).isEqualTo(key);
+            assertThat(holder.owner()).isEqualTo(owner);
+            assertThat(holder.owner()).isEqualTo(holder.instanceId() + ":" + request.owner().id());
+            assertThat(holder.mode()).isIn("exclusive", "write");
+        });
+        assertThat(handle.release()).isTrue();
+        assertThat(inspector.holders(key)).as("after the release").isEmpty();
+        if (provider.supports(LockType.READ, false)) {
+            LockRequest first = request(key, Duration.ZERO, Duration.ZERO, LockType.READ, false);
+            LockRequest second = request(key, Duration.ZERO, Duration.ZERO, LockType.READ, false);
+            assertThat(acquire(first)).isNotNull();
+            assertThat(acquire(second)).isNotNull();
+            assertThat(inspector.holders(key)).extracting(LockHolderInfo::owner, LockHolderInfo::mode)
+                    .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(ownerName(provider, first), "read"),
+                            org.assertj.core.groups.Tuple.tuple(ownerName(provider, second), "read"));
+        }
+        if (provider.supportsPermits()) {
+            String permitKey = key("permits");
+            LockRequest first = permits(permitKey, Duration.ZERO, 3);
+            LockRequest second = permits(permitKey, Duration.ZERO, 3);
+            assertThat(acquire(first)).isNotNull();
+            assertThat(acquire(second)).isNotNull();
+            assertThat(inspector.holders(permitKey)).extracting(LockHolderInfo::owner, LockHolderInfo::mode)
+                    .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(ownerName(provider, first), "permit"),
+                            org.assertj.core.groups.Tuple.tuple(ownerName(provider, second), "permit"));
+        }
+    }
+
+    /** Another instance sees the same holder, named by the instance that announced itself. */
+    @Test
+    protected void anotherInstanceSeesTheHolderAndTheInstanceItAnnounced() {
+        LockInspector inspector = inspector();
+        LockProvider other = otherInstance();
+        assumeTrue(other instanceof LockInspector, "the other instance is no LockInspector");
+        LockInstance self = new LockInstance("contract-" + Long.toString(System.nanoTime(), 36), "host-of-the-holder", 4242);
+        inspector.announce(self);
+        String key = key("k");
+        LockRequest request = request(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        assertThat(acquire(request)).isNotNull();
+        // an announcement may be stored in the background
+        await().atMost(slack()).untilAsserted(() -> assertThat(((LockInspector) other).holders(key)).singleElement()
+                .satisfies(holder -> {
+                    assertThat(holder.owner()).isEqualTo(inspector.ownerName(request.owner().id()));
+                    assertThat(holder.instance()).isEqualTo(self);
+                }));
+    }
+
+    /**
+     * A force release evicts exactly the holders it returns, frees the key for the next owner at once, and tells the
+     * evicted holder through its lease-lost path within {@link #evictionNotice()}, whether it holds a watchdog lock or a
+     * long fixed lease, here or on another instance; its own release then answers {@code false} and touches nothing.
+     */
+    @ParameterizedTest(name = "holder on another instance: {0}, fixed lease of a minute: {1}")
+    @org.junit.jupiter.params.provider.CsvSource({"false, false", "false, true", "true, false", "true, true"})
+    protected void aForceReleaseEvictsTellsTheHolderAndFreesTheKey(boolean onAnotherInstance, boolean fixedLease)
+            throws Exception {
+        LockInspector inspector = inspector();
+        LockProvider holderSide = onAnotherInstance ? otherInstance() : provider;
+        assumeTrue(holderSide instanceof LockInspector, "the other instance is no LockInspector");
+        String key = key("k");
+        LockRequest request = request(key, Duration.ZERO, fixedLease ? Duration.ofMinutes(1) : Duration.ZERO,
+                LockType.REENTRANT, false);
+        LockHandle evicted = acquire(holderSide, request);
+        assertThat(evicted).isNotNull();
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(1);
+        evicted.whenLost(how -> told.countDown());
+
+        assertThat(inspector.forceRelease(key)).extracting(LockHolderInfo::owner)
+                .containsExactly(ownerName(holderSide, request));
+        LockRequest next = request(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        LockHandle nextHolder = acquire(next);
+        assertThat(nextHolder).as("the next owner, at once").isNotNull();
+        assertThat(told.await(evictionNotice().toMillis(), TimeUnit.MILLISECONDS))
+                .as("the evicted holder told within %s", evictionNotice()).isTrue();
+        assertThat(evicted.release()).as("the evicted holder's own release").isFalse();
+        assertThat(inspector.holders(key)).as("the next owner's lock, untouched by that release")
+                .extracting(LockHolderInfo::owner).containsExactly(inspector.ownerName(next.owner().id()));
+        assertThat(nextHolder.release()).isTrue();
+        assertThat(inspector.forceRelease(key)).as("nobody holds it").isEmpty();
+    }
+
+    /**
+     * A force release from an expected owner is refused, naming the holders now, when that owner does not hold the
+     * key; given the holder's owner it takes only that owner's holds: another reader keeps its own.
+     */
+    @Test
+    protected void aForceReleaseFromAnExpectedOwnerTakesOnlyThatOwnersHolds() {
+        LockInspector inspector = inspector();
+        String key = key("k");
+        LockRequest request = request(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+        assertThat(acquire(request)).isNotNull();
+        String owner = inspector.ownerName(request.owner().id());
+        LockInspector.ForceRelease refused = inspector.forceRelease(key, inspector.ownerName(LockOwner.next().id()));
+        assertThat(refused.released()).as("an owner that never held it").isFalse();
+        assertThat(refused.holders()).extracting(LockHolderInfo::owner).containsExactly(owner);
+        assertThat(isFree(key, LockType.REENTRANT)).as("still held after the refusal").isFalse();
+        LockInspector.ForceRelease done = inspector.forceRelease(key, owner);
+        assertThat(done.released()).isTrue();
+        assertThat(done.holders()).extracting(LockHolderInfo::owner).containsExactly(owner);
+        assertThat(isFree(key, LockType.REENTRANT)).as("after the owner's holds were taken").isTrue();
+        if (provider.supports(LockType.READ, false)) {
+            LockRequest first = request(key, Duration.ZERO, Duration.ZERO, LockType.READ, false);
+            LockRequest second = request(key, Duration.ZERO, Duration.ZERO, LockType.READ, false);
+            assertThat(acquire(first)).isNotNull();
+            assertThat(acquire(second)).isNotNull();
+            assertThat(inspector.forceRelease(key, ownerName(provider, first)).released()).isTrue();
+            assertThat(inspector.holders(key)).as("the other reader keeps its hold")
+                    .extracting(LockHolderInfo::owner).containsExactly(ownerName(provider, second));
+        }
+    }
+
+    /** The health indicator's question: a reachable backend answers a ping in time. */
+    @Test
+    protected void aPingIsAnsweredWhileTheBackendAnswers() {
+        assertThat(inspector().ping(Duration.ofSeconds(2))).isTrue();
+    }
+
+    // ---------------------------------------------------------------- closing keys across instances
+
+    /**
+     * A key closed on one instance is closed on every instance: the waiters queued here and there fail at once with
+     * the reason, a newcomer elsewhere fails even when the key is free, the holder keeps its lock and releases it
+     * normally; reopened on the other instance, the key locks again everywhere.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(LockType.class)
+    protected void aKeyClosedOnOneInstanceIsClosedOnEveryInstanceUntilReopened(LockType type) throws Exception {
+        assumeSupported(type, false);
+        assumeTrue(closesKeys(type), "the provider does not close keys for " + type);
+        LockProvider other = otherInstance();
+        String key = key("k");
+        // a reader waits only behind a writer
+        LockType holderType = (type == LockType.READ) ? LockType.WRITE : type;
+        assumeSupported(holderType, false);
+        LockHandle holder = hold(key, holderType);
+        List<CompletableFuture<LockHandle>> waiters = new ArrayList<>();
+        waiters.add(acquireAsync(request(key, Duration.ofSeconds(60), Duration.ZERO, type, false)));
+        awaitQueued(type, key, 1, waiters.get(0));
+        waiters.add(acquireAsync(other, request(key, Duration.ofSeconds(60), Duration.ZERO, type, false)));
+        awaitQueued(type, key, 2, waiters.get(1));
+        waiters.add(acquireAsync(other, request(key, Duration.ofSeconds(60), Duration.ZERO, type, false)));
+        awaitQueued(type, key, 3, waiters.get(2));
+
+        assertThat(provider.closeKey(key, "sold out")).as("waiters told, at least this instance's").isGreaterThanOrEqualTo(1);
+        for (CompletableFuture<LockHandle> waiter : waiters) {
+            assertThatThrownBy(() -> waiter.get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(LockKeyClosedException.class)
+                    .hasMessage("Lock '" + key + "' is closed: sold out");
+        }
+        assertThat(holder.release()).as("the holder's release while closed").isTrue();
+        assertThatThrownBy(() -> acquireAsync(other, request(key, Duration.ZERO, Duration.ZERO, type, false))
+                .get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                .as("a newcomer on the other instance, the key free but closed").cause()
+                .isInstanceOf(LockKeyClosedException.class).hasMessage("Lock '" + key + "' is closed: sold out");
+        other.reopenKey(key);
+        LockHandle again = acquire(other, request(key, Duration.ZERO, Duration.ZERO, type, false));
+        assertThat(again).as("after reopening on the other instance").isNotNull();
+        assertThat(again.release()).isTrue();
+        assertThat(isFree(key, type)).as("reopened here too").isTrue();
+    }
+
+    /** Closing a key fails the callers waiting for one of its permits, here and on another instance. */
+    @Test
+    protected void closingAKeyFailsItsPermitWaitersUntilReopened() throws Exception {
+        assumeTrue(provider.supportsPermits() && closesPermits(), "the provider does not close permit keys");
+        LockProvider other = createOtherInstance();
+        if (other != null) {
+            otherInstances.add(other);
+        }
+        LockProvider elsewhere = (other != null) ? other : provider;
+        String key = key("permits");
+        LockHandle first = acquire(permits(key, Duration.ZERO, 2));
+        LockHandle second = acquire(permits(key, Duration.ZERO, 2));
+        assertThat(first).isNotNull();
+        assertThat(second).isNotNull();
+        List<CompletableFuture<LockHandle>> waiters = List.of(
+                acquireAsync(permits(key, Duration.ofSeconds(60), 2)),
+                acquireAsync(elsewhere, permits(key, Duration.ofSeconds(60), 2)));
+        await().during(Duration.ofMillis(250)).atMost(slack()).until(() -> waiters.stream().noneMatch(CompletableFuture::isDone));
+        provider.closeKey(key, "sold out");
+        for (CompletableFuture<LockHandle> waiter : waiters) {
+            assertThatThrownBy(() -> waiter.get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(LockKeyClosedException.class)
+                    .hasMessage("Lock '" + key + "' is closed: sold out");
+        }
+        assertThat(first.release()).as("a permit holder's release while closed").isTrue();
+        assertThatThrownBy(() -> acquireAsync(elsewhere, permits(key, Duration.ZERO, 2))
+                .get(slack().toMillis(), TimeUnit.MILLISECONDS))
+                .as("a newcomer, a permit free but the key closed").cause()
+                .isInstanceOf(LockKeyClosedException.class);
+        elsewhere.reopenKey(key);
+        LockHandle again = acquire(elsewhere, permits(key, Duration.ZERO, 2));
+        assertThat(again).as("after reopening").isNotNull();
+        assertThat(again.release()).isTrue();
+        assertThat(second.release()).isTrue();
     }
 
     // ---------------------------------------------------------------- permits
