@@ -221,8 +221,9 @@ public class DistlockEndpoint {
         audit(who, fullKey, expectedOwner, "released", outcome.holders(), null);
         logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
                 + (expectedOwner != null ? ", from owner " + expectedOwner : ", from whoever held it") + "), evicting "
-                + describeEvicted(outcome.holders()) + ". An evicted holder keeps running until it is told; another "
-                + "caller may take the lock now.");
+                + describe(outcome.holders()) + ". Each evicted holder is told through its lease-lost path as soon as "
+                + "its instance hears of the eviction, watchdog or fixed lease alike; its code may still be running "
+                + "until then. Another caller may take the lock now.");
         return new ForceReleaseDescriptor(shown(fullKey, show), true, holders, null, null);
     }
 
@@ -289,29 +290,6 @@ public class DistlockEndpoint {
             logger.error("Could not publish the audit event of the force release of lock '" + fullKey + "' asked by "
                     + principal + " (" + outcome + ")", ex);
         }
-    }
-
-    /**
-     * Each evicted holder, with when it learns it lost the lock. Only this instance's own holds are known to be a
-     * watchdog or a fixed lease; for another instance's holder both cases are stated.
-     */
-    private String describeEvicted(List<LockHolderInfo> evicted) {
-        List<ActiveLock> local = activeLocks();
-        Duration watchdog = properties.getWatchdogTimeout();
-        String byWatchdog = "told by its lease check within a third of the watchdog timeout ("
-                + ((watchdog != null) ? watchdog.dividedBy(3).toMillis() + " ms" : "watchdog timeout / 3") + ")";
-        String atRelease = "told only at its release (a fixed lease is not checked while held)";
-        return String.join("; ", evicted.stream().map(holder -> {
-            String when = byWatchdog + " if it holds a watchdog lock, " + atRelease + " if a fixed lease";
-            if (holder.instance() != null && holder.instance().equals(self)) {
-                for (ActiveLock lock : local) {
-                    if (lock.held() && holder.owner().equals(ownerName(lock.owner()))) {
-                        when = (lock.lease() == null) ? byWatchdog : atRelease;
-                    }
-                }
-            }
-            return describe(List.of(holder)) + ": " + when;
-        }).toList());
     }
 
     /** A key the backend refuses (a broken hash tag) is a bad request, answered 400 over HTTP. */
