@@ -2,7 +2,9 @@ package io.github.distlock.actuate;
 
 import java.time.Duration;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import io.github.distlock.ActiveLock;
@@ -16,6 +18,7 @@ import io.github.distlock.spi.NotALockException;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.springframework.boot.actuate.audit.listener.AuditApplicationEvent;
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
@@ -24,6 +27,7 @@ import org.springframework.boot.actuate.endpoint.annotation.DeleteOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.context.ApplicationEventPublisher;
 
 /**
  * The actuator endpoint {@code distlock}: what an operator asks at 3 a.m.
@@ -36,7 +40,8 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
  * and permit holders keep theirs) if it (as {@code GET} names it) still holds the key, else answers 409 with the
  * holders now; without {@code owner}, every holder of every type at that moment (racy: the lock may have changed hands
  * since the operator looked). Only with
- * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted. A key
+ * {@code distlock.actuator.force-release-enabled=true}; logged at WARN with the key and the holders evicted, and
+ * published as an audit event of type {@value #FORCE_RELEASE_AUDIT_TYPE} (see {@link #forceRelease}). A key
  * that exists but is not a lock (another type, a hash that is not a lock: possible with an empty
  * {@code distlock.key-prefix}) is refused with 400 and left alone.</li>
  * </ul>
@@ -47,6 +52,10 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
  * ({@code management.endpoint.distlock.show-values}: {@code never} by default, {@code when-authorized} with
  * {@code management.endpoint.distlock.roles}, or {@code always}); otherwise every key in a response reads
  * {@value #MASK}.
+ *
+ * <p>An owner reads the same everywhere: as the backend names it ({@link LockInspector#ownerName}, such as
+ * {@code <instance id>:<owner id>}), in this instance's list, in the key view and in what {@code DELETE ?owner=}
+ * takes.
  */
 @Endpoint(id = "distlock")
 public class DistlockEndpoint {
@@ -56,6 +65,12 @@ public class DistlockEndpoint {
     /** What a key reads like when it is not shown. */
     public static final String MASK = "******";
 
+    /** The type of the audit event every force release through the endpoint publishes. */
+    public static final String FORCE_RELEASE_AUDIT_TYPE = "DISTLOCK_FORCE_RELEASE";
+
+    /** The principal of an audit event when the request carried none. */
+    public static final String ANONYMOUS = "anonymous";
+
     /** {@code null} when the application's own template keeps no calls in progress. */
     private final @Nullable LockActivity activity;
     private final LockProvider provider;
@@ -64,8 +79,12 @@ public class DistlockEndpoint {
     private final String backend;
     private final Show showValues;
     private final Set<String> roles;
+    /** {@code null}: force releases are logged but not published as audit events. */
+    private final @Nullable ApplicationEventPublisher auditEvents;
 
     /**
+     * An endpoint that publishes no audit event.
+     *
      * @param activity the calls in progress of this instance's template, or {@code null} when the template keeps none
      * (an application's own {@code LockTemplate} that is no {@link LockActivity}): nothing is then listed
      * @param provider the backend; a {@link LockInspector} answers lookups and force releases
@@ -77,6 +96,26 @@ public class DistlockEndpoint {
      */
     public DistlockEndpoint(@Nullable LockActivity activity, LockProvider provider, LockInstance self,
             DistlockProperties properties, String backend, Show showValues, Set<String> roles) {
+        this(activity, provider, self, properties, backend, showValues, roles, null);
+    }
+
+    /**
+     * @param activity the calls in progress of this instance's template, or {@code null} when the template keeps none
+     * (an application's own {@code LockTemplate} that is no {@link LockActivity}): nothing is then listed
+     * @param provider the backend; a {@link LockInspector} answers lookups and force releases
+     * @param self this instance's identity
+     * @param properties the effective {@code distlock.*} settings
+     * @param backend the backend in use as the startup report names it, such as {@code redis (spring.data.redis.*)}
+     * @param showValues when keys are shown
+     * @param roles the roles that may see keys when {@code showValues} is {@link Show#WHEN_AUTHORIZED}
+     * @param auditEvents where every force release is published as an {@link AuditApplicationEvent} (Spring Boot's
+     * {@code AuditListener} stores it in the application's {@code AuditEventRepository} when there is one), or
+     * {@code null} to publish none
+     */
+    public DistlockEndpoint(@Nullable LockActivity activity, LockProvider provider, LockInstance self,
+            DistlockProperties properties, String backend, Show showValues, Set<String> roles,
+            @Nullable ApplicationEventPublisher auditEvents) {
+        this.auditEvents = auditEvents;
         this.activity = activity;
         this.provider = provider;
         this.self = self;
@@ -92,9 +131,9 @@ public class DistlockEndpoint {
         boolean show = showKeys(securityContext);
         List<ActiveLock> active = activeLocks();
         List<HeldLockDescriptor> held = active.stream().filter(ActiveLock::held)
-                .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
+                .map(lock -> HeldLockDescriptor.of(lock, show, ownerName(lock.owner()))).toList();
         List<WaitingCallDescriptor> waiting = active.stream().filter(lock -> !lock.held())
-                .map(lock -> WaitingCallDescriptor.of(lock, show)).toList();
+                .map(lock -> WaitingCallDescriptor.of(lock, show, ownerName(lock.owner()))).toList();
         return new LocksDescriptor(InstanceDescriptor.of(self), held, waiting, configuration(),
                 activity != null);
     }
@@ -120,70 +159,137 @@ public class DistlockEndpoint {
      *
      * <p>With {@code owner} (as {@code GET} names it) that owner's holds are taken away, and only if it still holds the
      * key, checked and deleted in one atomic step; the other holders keep theirs. Otherwise nothing is done and the
-     * answer lists who holds it now (409 over HTTP). Without it, every holder of the key at the moment of the call is
-     * evicted: if the lock changed hands between the
-     * operator's look and the call, the new holder, possibly healthy, is the one evicted.
+     * answer lists who holds it now (409 over HTTP). A bare owner id (the number alone) is accepted for a lock this
+     * instance's template holds on the key, and named as the backend names it; any other owner must be given as
+     * {@code GET} names it. Without {@code owner}, every holder of the key at the moment of the call is evicted: if
+     * the lock changed hands between the operator's look and the call, the new holder, possibly healthy, is the one
+     * evicted.
+     *
+     * <p>Every call, whatever its outcome (released, refused, nobody held the key, force release disabled, the backend
+     * unable to, the backend failing), is published as an {@link AuditApplicationEvent} of type
+     * {@value #FORCE_RELEASE_AUDIT_TYPE}: its principal is the caller ({@value #ANONYMOUS} when the request carried
+     * none), its data the {@code key} (in full, whatever {@code show-values} says: an audit trail must name what was
+     * done), the {@code expectedOwner} (when given), the {@code outcome} ({@code released}, {@code refused},
+     * {@code not-held}, {@code disabled}, {@code unsupported} or {@code failed}), {@code released}, the
+     * {@code evicted} owners and, when refused, the {@code holders} now.
      */
     @DeleteOperation
     public ForceReleaseDescriptor forceRelease(SecurityContext securityContext,
             @Selector(match = Selector.Match.ALL_REMAINING) String[] key, @Nullable String owner) {
         boolean show = showKeys(securityContext);
         String fullKey = fullKey(key);
+        String who = (securityContext != null && securityContext.getPrincipal() != null)
+                ? securityContext.getPrincipal().getName() : ANONYMOUS;
+        String asked = (owner != null && !owner.isBlank()) ? owner.trim() : null;
         if (!properties.getActuator().isForceReleaseEnabled()) {
+            audit(who, fullKey, asked, "disabled", List.of(), null);
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "force release is disabled; "
                     + "enable it with distlock.actuator.force-release-enabled=true");
         }
         if (!(provider instanceof LockInspector inspector)) {
+            audit(who, fullKey, asked, "unsupported", List.of(), null);
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "the backend ("
                     + provider.getClass().getSimpleName() + ") cannot release another holder's lock: it does not "
                     + "implement LockInspector");
         }
-        String expectedOwner = (owner != null && !owner.isBlank()) ? owner.trim() : null;
-        LockInspector.ForceRelease outcome = backendCall(fullKey, show,
-                () -> inspector.forceRelease(fullKey, expectedOwner));
-        String who = (securityContext.getPrincipal() != null) ? securityContext.getPrincipal().getName() : "anonymous";
+        String expectedOwner = (asked != null) ? ownerAsNamed(fullKey, asked) : null;
+        LockInspector.ForceRelease outcome;
+        try {
+            outcome = backendCall(fullKey, show, () -> inspector.forceRelease(fullKey, expectedOwner));
+        }
+        catch (RuntimeException ex) {
+            audit(who, fullKey, expectedOwner, "failed", List.of(), null);
+            throw ex;
+        }
         List<HolderDescriptor> holders = outcome.holders().stream().map(holder -> HolderDescriptor.of(holder, self))
                 .toList();
         if (!outcome.released()) {
             if (expectedOwner != null) {
+                audit(who, fullKey, expectedOwner, "refused", List.of(), outcome.holders());
                 logger.warn("Force release of lock '" + fullKey + "' from owner " + expectedOwner + " asked through the "
                         + "actuator endpoint by " + who + ": refused, "
                         + (holders.isEmpty() ? "nobody holds it now" : "held now by " + describe(outcome.holders())));
                 return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), holders, "owner "
-                        + expectedOwner + " does not hold the lock (any more); nothing was released");
+                        + expectedOwner + " does not hold the lock (any more); nothing was released"
+                        + (isOwnerId(expectedOwner) ? bareOwnerHint() : ""));
             }
+            audit(who, fullKey, null, "not-held", List.of(), null);
             logger.warn("Force release of lock '" + fullKey + "' asked through the actuator endpoint by " + who
                     + ": nobody held it");
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, null);
         }
+        audit(who, fullKey, expectedOwner, "released", outcome.holders(), null);
         logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
                 + (expectedOwner != null ? ", from owner " + expectedOwner : ", from whoever held it") + "), evicting "
-                + describeEvicted(outcome.holders()) + ". An evicted holder keeps running until it is told; another "
-                + "caller may take the lock now.");
+                + describe(outcome.holders()) + ". Each evicted holder is told through its lease-lost path as soon as "
+                + "its instance hears of the eviction, watchdog or fixed lease alike; its code may still be running "
+                + "until then. Another caller may take the lock now.");
         return new ForceReleaseDescriptor(shown(fullKey, show), true, holders, null, null);
     }
 
     /**
-     * Each evicted holder, with when it learns it lost the lock. Only this instance's own holds are known to be a
-     * watchdog or a fixed lease; for another instance's holder both cases are stated.
+     * The owner as the backend names it: a bare owner id of a lock this instance's template holds on the key becomes
+     * {@link LockInspector#ownerName}; anything else is taken as given. Only a local hold is mapped: the same id
+     * could be another instance's too, and only here is it known which of this instance's calls it is.
      */
-    private String describeEvicted(List<LockHolderInfo> evicted) {
-        List<ActiveLock> local = activeLocks();
-        Duration watchdog = properties.getWatchdogTimeout();
-        String byWatchdog = "told by its lease check within a third of the watchdog timeout ("
-                + ((watchdog != null) ? watchdog.dividedBy(3).toMillis() + " ms" : "watchdog timeout / 3") + ")";
-        String atRelease = "told only at its release (a fixed lease is not checked while held)";
-        return String.join("; ", evicted.stream().map(holder -> {
-            String when = byWatchdog + " if it holds a watchdog lock, " + atRelease + " if a fixed lease";
-            if (holder.instance() != null && holder.instance().equals(self)) {
-                for (ActiveLock lock : local) {
-                    if (lock.held() && holder.owner().endsWith(":" + lock.owner())) {
-                        when = (lock.lease() == null) ? byWatchdog : atRelease;
-                    }
-                }
+    private String ownerAsNamed(String fullKey, String owner) {
+        if (!isOwnerId(owner)) {
+            return owner;
+        }
+        long id;
+        try {
+            id = Long.parseLong(owner);
+        }
+        catch (NumberFormatException ex) {
+            return owner;
+        }
+        for (ActiveLock lock : activeLocks()) {
+            if (lock.held() && lock.owner() == id && lock.key().equals(fullKey)) {
+                return ownerName(id);
             }
-            return describe(List.of(holder)) + ": " + when;
-        }).toList());
+        }
+        return owner;
+    }
+
+    private static boolean isOwnerId(String owner) {
+        return !owner.isEmpty() && owner.chars().allMatch(c -> c >= '0' && c <= '9');
+    }
+
+    private static String bareOwnerHint() {
+        return "; a bare owner id names only a lock held through this instance, any other owner is given as "
+                + "GET /actuator/distlock/{key} names it, such as <instance id>:<owner id>";
+    }
+
+    /** The owner as the backend names it, the one format an operator sees everywhere. */
+    private String ownerName(long ownerId) {
+        return (provider instanceof LockInspector inspector) ? inspector.ownerName(ownerId) : Long.toString(ownerId);
+    }
+
+    /** Publishes one force release as Spring Boot's audit event, when there is somewhere to publish it. */
+    private void audit(String principal, String fullKey, @Nullable String expectedOwner, String outcome,
+            List<LockHolderInfo> evicted, @Nullable List<LockHolderInfo> holdersNow) {
+        if (auditEvents == null) {
+            return;
+        }
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("key", fullKey);
+        if (expectedOwner != null) {
+            data.put("expectedOwner", expectedOwner);
+        }
+        data.put("outcome", outcome);
+        data.put("released", "released".equals(outcome));
+        data.put("evicted", evicted.stream().map(LockHolderInfo::owner).toList());
+        if (holdersNow != null) {
+            data.put("holders", holdersNow.stream().map(LockHolderInfo::owner).toList());
+        }
+        try {
+            auditEvents.publishEvent(new AuditApplicationEvent(principal, FORCE_RELEASE_AUDIT_TYPE, data));
+        }
+        catch (RuntimeException ex) {
+            // the release is done (or refused) whatever the audit listener does: the answer must still say which
+            logger.error("Could not publish the audit event of the force release of lock '" + fullKey + "' asked by "
+                    + principal + " (" + outcome + ")", ex);
+        }
     }
 
     /** A key the backend refuses (a broken hash tag) is a bad request, answered 400 over HTTP. */
@@ -212,7 +318,7 @@ public class DistlockEndpoint {
 
     private List<HeldLockDescriptor> localHolds(String fullKey, boolean show) {
         return activeLocks().stream().filter(lock -> lock.held() && lock.key().equals(fullKey))
-                .map(lock -> HeldLockDescriptor.of(lock, show)).toList();
+                .map(lock -> HeldLockDescriptor.of(lock, show, ownerName(lock.owner()))).toList();
     }
 
     private List<ActiveLock> activeLocks() {
@@ -272,7 +378,9 @@ public class DistlockEndpoint {
      * @param type the lock type
      * @param name the call: the annotated method or the template call's name
      * @param thread the thread that took it
-     * @param owner the call's owner id (the backend's owner is {@code <client id>:<owner>})
+     * @param owner the call's owner as the backend names it ({@link LockInspector#ownerName}, such as
+     * {@code <instance id>:<owner id>}): what {@code GET /actuator/distlock/{key}} lists and {@code DELETE ?owner=}
+     * takes; the owner id alone when the backend is no {@link LockInspector}
      * @param since when it was acquired (ISO-8601)
      * @param heldForMillis how long it has been held
      * @param lease {@code watchdog} (renewed while held) or {@code fixed}
@@ -280,12 +388,12 @@ public class DistlockEndpoint {
      * @param leaseRemainingMillis what is left of the fixed lease by this instance's clock, or {@code null}
      * @param fencingToken the fencing token, or {@code null} when none was issued
      */
-    public record HeldLockDescriptor(String key, String type, String name, String thread, long owner, String since,
+    public record HeldLockDescriptor(String key, String type, String name, String thread, String owner, String since,
             long heldForMillis, String lease, Long leaseMillis, Long leaseRemainingMillis, Long fencingToken) {
 
-        static HeldLockDescriptor of(ActiveLock lock, boolean show) {
+        static HeldLockDescriptor of(ActiveLock lock, boolean show, String owner) {
             return new HeldLockDescriptor(shown(lock.key(), show), lock.type().name(), lock.name(), lock.thread(),
-                    lock.owner(), lock.since().toString(), lock.duration().toMillis(),
+                    owner, lock.since().toString(), lock.duration().toMillis(),
                     (lock.lease() == null) ? "watchdog" : "fixed", millis(lock.lease()), millis(lock.leaseRemaining()),
                     (lock.fencingToken() >= 0) ? lock.fencingToken() : null);
         }
@@ -298,16 +406,17 @@ public class DistlockEndpoint {
      * @param type the lock type
      * @param name the call
      * @param thread the thread that asked
-     * @param owner the call's owner id
+     * @param owner the call's owner as the backend will name it once it holds the lock (see
+     * {@link HeldLockDescriptor#owner})
      * @param since when it started waiting (ISO-8601)
      * @param waitingForMillis how long it has waited
      */
-    public record WaitingCallDescriptor(String key, String type, String name, String thread, long owner, String since,
+    public record WaitingCallDescriptor(String key, String type, String name, String thread, String owner, String since,
             long waitingForMillis) {
 
-        static WaitingCallDescriptor of(ActiveLock lock, boolean show) {
+        static WaitingCallDescriptor of(ActiveLock lock, boolean show, String owner) {
             return new WaitingCallDescriptor(shown(lock.key(), show), lock.type().name(), lock.name(), lock.thread(),
-                    lock.owner(), lock.since().toString(), lock.duration().toMillis());
+                    owner, lock.since().toString(), lock.duration().toMillis());
         }
     }
 
@@ -362,7 +471,8 @@ public class DistlockEndpoint {
      * One holder as the backend sees it.
      *
      * @param owner the backend's owner, such as {@code <client id>:<owner id>}
-     * @param instanceId the backend's id of the holder's instance (Redisson's client id)
+     * @param instanceId the backend's id of the holder's instance, the part of {@code owner} before the colon
+     * (on Redis, Redisson's client id)
      * @param instance the instance as it announced itself, or {@code null} (never announced, or its entry expired:
      * possibly dead, its lock living out its lease)
      * @param thisInstance whether it is this instance

@@ -20,12 +20,17 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
  * The actuator endpoint {@code distlock} and the health indicator {@code distlock}, each when its Actuator module is
  * on the class path (spring-boot-actuator-autoconfigure, spring-boot-health) and a lock backend is in use.
+ *
+ * <p>The endpoint publishes every force release as Spring Boot's audit event through the application context: Boot's
+ * {@code AuditListener} stores it when the application has an {@code AuditEventRepository}; without one it goes
+ * nowhere.
  *
  * <p>Both read the calls in progress through the {@link LockActivity} bean. They take the {@link LockTemplate} as
  * well, unused, so that it exists before the activity is looked up: an application's own template declared as a
@@ -48,10 +53,11 @@ public final class DistlockActuatorAutoConfiguration {
         @ConditionalOnAvailableEndpoint(DistlockEndpoint.class)
         DistlockEndpoint distlockEndpoint(LockTemplate template, ObjectProvider<LockActivity> activity,
                 LockProvider provider, ObjectProvider<LockInstance> self, DistlockProperties properties,
-                DistlockEndpointProperties endpointProperties, ObjectProvider<DistlockBackend> backends) {
+                DistlockEndpointProperties endpointProperties, ObjectProvider<DistlockBackend> backends,
+                ApplicationEventPublisher events) {
             return new DistlockEndpoint(activity.getIfUnique(), provider, self.getIfUnique(), properties,
                     backendInUse(backends.orderedStream().toList(), properties, provider),
-                    endpointProperties.getShowValues(), endpointProperties.getRoles());
+                    endpointProperties.getShowValues(), endpointProperties.getRoles(), events);
         }
 
         @Bean

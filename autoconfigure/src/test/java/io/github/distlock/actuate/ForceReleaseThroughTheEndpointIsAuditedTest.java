@@ -1,0 +1,141 @@
+package io.github.distlock.actuate;
+
+import java.security.Principal;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.github.distlock.LockTemplate;
+import io.github.distlock.autoconfigure.DistlockActuatorAutoConfiguration;
+import io.github.distlock.autoconfigure.DistlockAutoConfiguration;
+import io.github.distlock.autoconfigure.DistlockProperties;
+import io.github.distlock.spi.LockProvider;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.audit.AuditEvent;
+import org.springframework.boot.actuate.audit.AuditEventRepository;
+import org.springframework.boot.actuate.audit.InMemoryAuditEventRepository;
+import org.springframework.boot.actuate.audit.listener.AuditListener;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The endpoint names an owner one way everywhere (this instance's list, the key view, what a force release takes), and
+ * every force release through it, whatever its outcome, lands in the application's {@link AuditEventRepository}
+ * through Spring Boot's own audit listener, with who asked, the key and the owner.
+ */
+class ForceReleaseThroughTheEndpointIsAuditedTest {
+
+    /**
+     * Boot's own {@link AuditListener} over an in-memory repository, as Boot's audit auto-configuration declares it;
+     * that auto-configuration itself also declares Spring Security's audit listeners, which need Spring Security on
+     * the class path.
+     */
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DistlockAutoConfiguration.class,
+                    DistlockActuatorAutoConfiguration.class))
+            .withBean(LockProvider.class, OneInstanceInspectingProvider::new)
+            .withUserConfiguration(Audit.class)
+            .withPropertyValues("management.endpoints.web.exposure.include=distlock");
+
+    @Test
+    void theListNamesTheOwnerAsTheKeyViewDoesAndAReleaseByItsBareIdIsAuditedWithThePrincipal() {
+        runner.withPropertyValues("distlock.actuator.force-release-enabled=true").run(context -> {
+            DistlockEndpoint endpoint = context.getBean(DistlockEndpoint.class);
+            String fullKey = fullKey(context, "order:1");
+            AtomicReference<String> named = new AtomicReference<>();
+            AtomicReference<DistlockEndpoint.ForceReleaseDescriptor> released = new AtomicReference<>();
+            context.getBean(LockTemplate.class).run("order:1", () -> {
+                String listed = endpoint.locks(SecurityContext.NONE).held().get(0).owner();
+                String looked = endpoint.lock(SecurityContext.NONE, new String[] {"order:1"}).holders().get(0).owner();
+                assertThat(listed).isEqualTo(looked).startsWith(OneInstanceInspectingProvider.INSTANCE_ID + ":");
+                named.set(listed);
+                // the number alone, as an operator may have it from a log line of this instance
+                released.set(endpoint.forceRelease(as("ops-alice"), new String[] {"order:1"},
+                        listed.substring(listed.indexOf(':') + 1)));
+            });
+            assertThat(released.get().released()).isTrue();
+            assertThat(released.get().evicted()).extracting(DistlockEndpoint.HolderDescriptor::owner)
+                    .containsExactly(named.get());
+            List<AuditEvent> events = audit(context).find("ops-alice", null,
+                    DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE);
+            assertThat(events).singleElement().satisfies(event -> assertThat(event.getData())
+                    .containsEntry("key", fullKey).containsEntry("expectedOwner", named.get())
+                    .containsEntry("outcome", "released").containsEntry("released", true)
+                    .containsEntry("evicted", List.of(named.get())).doesNotContainKey("holders"));
+        });
+    }
+
+    @Test
+    void aRefusedReleaseAKeyNobodyHeldAndADisabledReleaseAreAuditedTooAnonymousWhenNobodySignedIn() {
+        runner.withPropertyValues("distlock.actuator.force-release-enabled=true").run(context -> {
+            DistlockEndpointWebExtension web = context.getBean(DistlockEndpointWebExtension.class);
+            String fullKey = fullKey(context, "order:2");
+            AtomicReference<String> holder = new AtomicReference<>();
+            context.getBean(LockTemplate.class).run("order:2", () -> {
+                holder.set(context.getBean(DistlockEndpoint.class).locks(SecurityContext.NONE).held().get(0).owner());
+                assertThat(web.forceRelease(SecurityContext.NONE, new String[] {"order:2"}, "node-2:7").getStatus())
+                        .isEqualTo(409);
+            });
+            assertThat(web.forceRelease(SecurityContext.NONE, new String[] {"order:2"}, null).getBody().released())
+                    .isFalse();
+            List<AuditEvent> events = audit(context).find(DistlockEndpoint.ANONYMOUS, null,
+                    DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE);
+            assertThat(events).hasSize(2);
+            assertThat(events.get(0).getData()).containsEntry("key", fullKey).containsEntry("expectedOwner", "node-2:7")
+                    .containsEntry("outcome", "refused").containsEntry("released", false)
+                    .containsEntry("evicted", List.of()).containsEntry("holders", List.of(holder.get()));
+            assertThat(events.get(1).getData()).containsEntry("key", fullKey).doesNotContainKey("expectedOwner")
+                    .containsEntry("outcome", "not-held").containsEntry("released", false);
+        });
+        runner.run(context -> {
+            assertThat(context.getBean(DistlockEndpointWebExtension.class)
+                    .forceRelease(as("mallory"), new String[] {"order:3"}, null).getStatus()).isEqualTo(403);
+            assertThat(audit(context).find("mallory", null, DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE))
+                    .singleElement().satisfies(event -> assertThat(event.getData())
+                            .containsEntry("key", fullKey(context, "order:3")).containsEntry("outcome", "disabled")
+                            .containsEntry("released", false));
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class Audit {
+
+        @Bean
+        InMemoryAuditEventRepository auditEventRepository() {
+            return new InMemoryAuditEventRepository();
+        }
+
+        @Bean
+        AuditListener auditListener(AuditEventRepository repository) {
+            return new AuditListener(repository);
+        }
+    }
+
+    private static String fullKey(AssertableApplicationContext context, String key) {
+        return context.getBean(DistlockProperties.class).getKeyPrefix() + key;
+    }
+
+    private static AuditEventRepository audit(AssertableApplicationContext context) {
+        return context.getBean(AuditEventRepository.class);
+    }
+
+    private static SecurityContext as(String name) {
+        Principal principal = () -> name;
+        return new SecurityContext() {
+            @Override
+            public Principal getPrincipal() {
+                return principal;
+            }
+
+            @Override
+            public boolean isUserInRole(String role) {
+                return false;
+            }
+        };
+    }
+}
