@@ -26,8 +26,8 @@ import org.springframework.stereotype.Component;
  *
  * <p>When a sale takes the last item, {@link #closeSoldOut} closes the key: the buyers still queued for it get
  * {@link LockKeyClosedException} at once (answered as out of stock), instead of each taking the lock in turn only to
- * find nothing left. A restock reopens it. Backends that cannot close keys (all but Redis) are logged once, and
- * their buyers wait their turn as before.
+ * find nothing left. A restock reopens it. Every first-party backend closes keys (Redis: FAIR keys, the others: every
+ * type); a backend that cannot is logged once, and its buyers wait their turn as before.
  *
  * <p>Invariant: a key is closed only by the holder of its lock, after the transaction that brought the stock to 0
  * committed; a restock reopens it and then adds stock under the lock. So while a key is closed the committed stock
@@ -49,7 +49,7 @@ public class ProductLocks {
     private final LockOptions sellOptions;
     private final LockOptions restockOptions;
     private final String backend;
-    /** False once the backend said it cannot close keys (or has no fair locks): not asked again. */
+    /** False once the backend said it cannot close keys: not asked again. */
     private final AtomicBoolean closable;
 
     ProductLocks(LockTemplate locks, LockProvider provider, ApplicationEventPublisher events) {
@@ -63,14 +63,13 @@ public class ProductLocks {
         // the names the annotated methods had: metrics and the actuator keep their tags
         this.sellOptions = options.withName("StockService.sell");
         this.restockOptions = options.withName("ProductService.restock");
-        // a key can only be closed for fair locks; the database backend has none
-        this.closable = new AtomicBoolean(fair);
+        this.closable = new AtomicBoolean(true);
         if (fair) {
             log.info("Product locks are FAIR on " + backend + ": buyers are served in arrival order");
         }
         else {
-            log.info("Product locks are REENTRANT on " + backend + " (no fair locks there): buyers queued for a"
-                    + " product that sells out wait their turn and are then told it is out of stock");
+            log.info("Product locks are REENTRANT on " + backend + " (no fair locks there): buyers are served in no"
+                    + " particular order");
         }
     }
 
