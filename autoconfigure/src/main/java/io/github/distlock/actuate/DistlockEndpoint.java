@@ -68,6 +68,9 @@ public class DistlockEndpoint {
     /** The type of the audit event every force release through the endpoint publishes. */
     public static final String FORCE_RELEASE_AUDIT_TYPE = "DISTLOCK_FORCE_RELEASE";
 
+    /** The longest owner a force release takes: far above any backend's owner name. */
+    public static final int MAX_OWNER_LENGTH = 256;
+
     /** The principal of an audit event when the request carried none. */
     public static final String ANONYMOUS = "anonymous";
 
@@ -159,17 +162,19 @@ public class DistlockEndpoint {
      *
      * <p>With {@code owner} (as {@code GET} names it) that owner's holds are taken away, and only if it still holds the
      * key, checked and deleted in one atomic step; the other holders keep theirs. Otherwise nothing is done and the
-     * answer lists who holds it now (409 over HTTP). A bare owner id (the number alone) is accepted for a lock this
-     * instance's template holds on the key, and named as the backend names it; any other owner must be given as
-     * {@code GET} names it. Without {@code owner}, every holder of the key at the moment of the call is evicted: if
+     * answer lists who holds it now (409 over HTTP). The owner is given as {@code GET} names it
+     * ({@code <instance id>:<owner id>}): an empty one, a bare owner id (which names no instance: the same number may
+     * be another instance's owner), one over {@value #MAX_OWNER_LENGTH} characters or with control characters is a bad
+     * request (400), and nothing is done. Without {@code owner}, every holder of the key at the moment of the call is evicted: if
      * the lock changed hands between the operator's look and the call, the new holder, possibly healthy, is the one
      * evicted.
      *
      * <p>Every call, whatever its outcome (released, refused, nobody held the key, force release disabled, the backend
      * unable to, the backend failing), is published as an {@link AuditApplicationEvent} of type
      * {@value #FORCE_RELEASE_AUDIT_TYPE}: its principal is the caller ({@value #ANONYMOUS} when the request carried
-     * none), its data the {@code key} (in full, whatever {@code show-values} says: an audit trail must name what was
-     * done), the {@code expectedOwner} (when given), the {@code outcome} ({@code released}, {@code refused},
+     * none), its data the {@code key} (shown or masked as {@code show-values} says for the caller), a {@code keyHash} (the
+     * first 16 hex digits of the key's SHA-256, so that records of one key can be found whatever the masking), the
+     * {@code expectedOwner} (when given), the {@code outcome} ({@code released}, {@code refused},
      * {@code not-held}, {@code disabled}, {@code unsupported} or {@code failed}), {@code released}, the
      * {@code evicted} owners and, when refused, the {@code holders} now.
      */
@@ -180,45 +185,44 @@ public class DistlockEndpoint {
         String fullKey = fullKey(key);
         String who = (securityContext != null && securityContext.getPrincipal() != null)
                 ? securityContext.getPrincipal().getName() : ANONYMOUS;
-        String asked = (owner != null && !owner.isBlank()) ? owner.trim() : null;
+        String asked = (owner != null) ? checkedOwner(owner) : null;
         if (!properties.getActuator().isForceReleaseEnabled()) {
-            audit(who, fullKey, asked, "disabled", List.of(), null);
+            audit(who, fullKey, show, asked, "disabled", List.of(), null);
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "force release is disabled; "
                     + "enable it with distlock.actuator.force-release-enabled=true");
         }
         if (!(provider instanceof LockInspector inspector)) {
-            audit(who, fullKey, asked, "unsupported", List.of(), null);
+            audit(who, fullKey, show, asked, "unsupported", List.of(), null);
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, "the backend ("
                     + provider.getClass().getSimpleName() + ") cannot release another holder's lock: it does not "
                     + "implement LockInspector");
         }
-        String expectedOwner = (asked != null) ? ownerAsNamed(fullKey, asked) : null;
+        String expectedOwner = asked;
         LockInspector.ForceRelease outcome;
         try {
             outcome = backendCall(fullKey, show, () -> inspector.forceRelease(fullKey, expectedOwner));
         }
         catch (RuntimeException ex) {
-            audit(who, fullKey, expectedOwner, "failed", List.of(), null);
+            audit(who, fullKey, show, expectedOwner, "failed", List.of(), null);
             throw ex;
         }
         List<HolderDescriptor> holders = outcome.holders().stream().map(holder -> HolderDescriptor.of(holder, self))
                 .toList();
         if (!outcome.released()) {
             if (expectedOwner != null) {
-                audit(who, fullKey, expectedOwner, "refused", List.of(), outcome.holders());
+                audit(who, fullKey, show, expectedOwner, "refused", List.of(), outcome.holders());
                 logger.warn("Force release of lock '" + fullKey + "' from owner " + expectedOwner + " asked through the "
                         + "actuator endpoint by " + who + ": refused, "
                         + (holders.isEmpty() ? "nobody holds it now" : "held now by " + describe(outcome.holders())));
                 return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), holders, "owner "
-                        + expectedOwner + " does not hold the lock (any more); nothing was released"
-                        + (isOwnerId(expectedOwner) ? bareOwnerHint() : ""));
+                        + expectedOwner + " does not hold the lock (any more); nothing was released");
             }
-            audit(who, fullKey, null, "not-held", List.of(), null);
+            audit(who, fullKey, show, null, "not-held", List.of(), null);
             logger.warn("Force release of lock '" + fullKey + "' asked through the actuator endpoint by " + who
                     + ": nobody held it");
             return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), null, null);
         }
-        audit(who, fullKey, expectedOwner, "released", outcome.holders(), null);
+        audit(who, fullKey, show, expectedOwner, "released", outcome.holders(), null);
         logger.warn("Force-released lock '" + fullKey + "' through the actuator endpoint (asked by " + who
                 + (expectedOwner != null ? ", from owner " + expectedOwner : ", from whoever held it") + "), evicting "
                 + describe(outcome.holders()) + ". Each evicted holder is told through its lease-lost path as soon as "
@@ -228,36 +232,45 @@ public class DistlockEndpoint {
     }
 
     /**
-     * The owner as the backend names it: a bare owner id of a lock this instance's template holds on the key becomes
-     * {@link LockInspector#ownerName}; anything else is taken as given. Only a local hold is mapped: the same id
-     * could be another instance's too, and only here is it known which of this instance's calls it is.
+     * The owner a force release expects, trimmed; a value that cannot be an owner as {@code GET} names it is refused
+     * before anything is done: an empty one would otherwise mean "whoever holds it" (a script's unset variable evicting
+     * a healthy holder), a bare number names no instance, and what is logged and audited stays one plain line.
      */
-    private String ownerAsNamed(String fullKey, String owner) {
-        if (!isOwnerId(owner)) {
-            return owner;
+    private String checkedOwner(String owner) {
+        String trimmed = owner.trim();
+        String form = "give the owner as GET /actuator/distlock/{key} names it (<instance id>:<owner id>)";
+        if (trimmed.isEmpty()) {
+            throw badRequest("The owner is empty: " + form + ", or leave the parameter out to evict every holder");
         }
-        long id;
+        if (trimmed.length() > MAX_OWNER_LENGTH) {
+            throw badRequest("The owner is " + trimmed.length() + " characters long, at most " + MAX_OWNER_LENGTH
+                    + " are allowed: " + form);
+        }
+        if (trimmed.chars().anyMatch(Character::isISOControl)) {
+            throw badRequest("The owner contains control characters: " + form);
+        }
+        if (isBareOwnerId(trimmed)) {
+            throw badRequest("The owner " + trimmed + " is a bare owner id, which names no instance (another instance "
+                    + "may have an owner of the same number): " + form);
+        }
+        return trimmed;
+    }
+
+    /** A number alone, where the backend names owners otherwise (every first-party backend adds its instance id). */
+    private boolean isBareOwnerId(String owner) {
+        if (!owner.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return false;
+        }
         try {
-            id = Long.parseLong(owner);
+            return !ownerName(Long.parseLong(owner)).equals(owner);
         }
         catch (NumberFormatException ex) {
-            return owner;
+            return false;
         }
-        for (ActiveLock lock : activeLocks()) {
-            if (lock.held() && lock.owner() == id && lock.key().equals(fullKey)) {
-                return ownerName(id);
-            }
-        }
-        return owner;
     }
 
-    private static boolean isOwnerId(String owner) {
-        return !owner.isEmpty() && owner.chars().allMatch(c -> c >= '0' && c <= '9');
-    }
-
-    private static String bareOwnerHint() {
-        return "; a bare owner id names only a lock held through this instance, any other owner is given as "
-                + "GET /actuator/distlock/{key} names it, such as <instance id>:<owner id>";
+    private static InvalidEndpointRequestException badRequest(String message) {
+        return new InvalidEndpointRequestException(message, message);
     }
 
     /** The owner as the backend names it, the one format an operator sees everywhere. */
@@ -266,13 +279,14 @@ public class DistlockEndpoint {
     }
 
     /** Publishes one force release as Spring Boot's audit event, when there is somewhere to publish it. */
-    private void audit(String principal, String fullKey, @Nullable String expectedOwner, String outcome,
+    private void audit(String principal, String fullKey, boolean show, @Nullable String expectedOwner, String outcome,
             List<LockHolderInfo> evicted, @Nullable List<LockHolderInfo> holdersNow) {
         if (auditEvents == null) {
             return;
         }
         Map<String, Object> data = new LinkedHashMap<>();
-        data.put("key", fullKey);
+        data.put("key", shown(fullKey, show));
+        data.put("keyHash", keyHash(fullKey));
         if (expectedOwner != null) {
             data.put("expectedOwner", expectedOwner);
         }
@@ -289,6 +303,19 @@ public class DistlockEndpoint {
             // the release is done (or refused) whatever the audit listener does: the answer must still say which
             logger.error("Could not publish the audit event of the force release of lock '" + fullKey + "' asked by "
                     + principal + " (" + outcome + ")", ex);
+        }
+    }
+
+    /** The first 16 hex digits of the key's SHA-256: finds the audit records of a key without showing it. */
+    static String keyHash(String fullKey) {
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(fullKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(digest, 0, 8);
+        }
+        catch (java.security.NoSuchAlgorithmException ex) {
+            // every Java platform has SHA-256
+            throw new IllegalStateException(ex);
         }
     }
 

@@ -14,6 +14,7 @@ import org.springframework.boot.actuate.audit.AuditEvent;
 import org.springframework.boot.actuate.audit.AuditEventRepository;
 import org.springframework.boot.actuate.audit.InMemoryAuditEventRepository;
 import org.springframework.boot.actuate.audit.listener.AuditListener;
+import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
@@ -22,6 +23,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The endpoint names an owner one way everywhere (this instance's list, the key view, what a force release takes), and
@@ -43,8 +45,9 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
             .withPropertyValues("management.endpoints.web.exposure.include=distlock");
 
     @Test
-    void theListNamesTheOwnerAsTheKeyViewDoesAndAReleaseByItsBareIdIsAuditedWithThePrincipal() {
-        runner.withPropertyValues("distlock.actuator.force-release-enabled=true").run(context -> {
+    void theListNamesTheOwnerAsTheKeyViewDoesAndAReleaseByThatOwnerIsAuditedWithThePrincipal() {
+        runner.withPropertyValues("distlock.actuator.force-release-enabled=true",
+                "management.endpoint.distlock.show-values=always").run(context -> {
             DistlockEndpoint endpoint = context.getBean(DistlockEndpoint.class);
             String fullKey = fullKey(context, "order:1");
             AtomicReference<String> named = new AtomicReference<>();
@@ -54,9 +57,7 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
                 String looked = endpoint.lock(SecurityContext.NONE, new String[] {"order:1"}).holders().get(0).owner();
                 assertThat(listed).isEqualTo(looked).startsWith(OneInstanceInspectingProvider.INSTANCE_ID + ":");
                 named.set(listed);
-                // the number alone, as an operator may have it from a log line of this instance
-                released.set(endpoint.forceRelease(as("ops-alice"), new String[] {"order:1"},
-                        listed.substring(listed.indexOf(':') + 1)));
+                released.set(endpoint.forceRelease(as("ops-alice"), new String[] {"order:1"}, " " + listed + " "));
             });
             assertThat(released.get().released()).isTrue();
             assertThat(released.get().evicted()).extracting(DistlockEndpoint.HolderDescriptor::owner)
@@ -64,8 +65,8 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
             List<AuditEvent> events = audit(context).find("ops-alice", null,
                     DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE);
             assertThat(events).singleElement().satisfies(event -> assertThat(event.getData())
-                    .containsEntry("key", fullKey).containsEntry("expectedOwner", named.get())
-                    .containsEntry("outcome", "released").containsEntry("released", true)
+                    .containsEntry("key", fullKey).containsEntry("keyHash", sha256Prefix(fullKey))
+                    .containsEntry("expectedOwner", named.get()).containsEntry("outcome", "released").containsEntry("released", true)
                     .containsEntry("evicted", List.of(named.get())).doesNotContainKey("holders"));
         });
     }
@@ -86,10 +87,13 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
             List<AuditEvent> events = audit(context).find(DistlockEndpoint.ANONYMOUS, null,
                     DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE);
             assertThat(events).hasSize(2);
-            assertThat(events.get(0).getData()).containsEntry("key", fullKey).containsEntry("expectedOwner", "node-2:7")
+            // keys are masked by default (show-values: never), in the audit trail as in the answers
+            assertThat(events.get(0).getData()).containsEntry("key", DistlockEndpoint.MASK)
+                    .containsEntry("keyHash", sha256Prefix(fullKey)).containsEntry("expectedOwner", "node-2:7")
                     .containsEntry("outcome", "refused").containsEntry("released", false)
                     .containsEntry("evicted", List.of()).containsEntry("holders", List.of(holder.get()));
-            assertThat(events.get(1).getData()).containsEntry("key", fullKey).doesNotContainKey("expectedOwner")
+            assertThat(events.get(1).getData()).containsEntry("key", DistlockEndpoint.MASK)
+                    .containsEntry("keyHash", sha256Prefix(fullKey)).doesNotContainKey("expectedOwner")
                     .containsEntry("outcome", "not-held").containsEntry("released", false);
         });
         runner.run(context -> {
@@ -97,9 +101,55 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
                     .forceRelease(as("mallory"), new String[] {"order:3"}, null).getStatus()).isEqualTo(403);
             assertThat(audit(context).find("mallory", null, DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE))
                     .singleElement().satisfies(event -> assertThat(event.getData())
-                            .containsEntry("key", fullKey(context, "order:3")).containsEntry("outcome", "disabled")
+                            .containsEntry("keyHash", sha256Prefix(fullKey(context, "order:3")))
+                            .containsEntry("outcome", "disabled")
                             .containsEntry("released", false));
         });
+    }
+
+    /**
+     * An owner that cannot be one as the key view names it is a bad request, and nothing is released: an empty one
+     * (a script's unset variable) would otherwise evict every holder, a bare number names no instance, and a long or
+     * multi-line one would forge log lines.
+     */
+    @Test
+    void anEmptyBareLongOrMultiLineOwnerIsABadRequestAndReleasesNothing() {
+        runner.withPropertyValues("distlock.actuator.force-release-enabled=true").run(context -> {
+            DistlockEndpoint endpoint = context.getBean(DistlockEndpoint.class);
+            context.getBean(LockTemplate.class).run("order:4", () -> {
+                String listed = endpoint.locks(SecurityContext.NONE).held().get(0).owner();
+                String bare = listed.substring(listed.indexOf(':') + 1);
+                String[] key = {"order:4"};
+                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, " "))
+                        .isInstanceOf(InvalidEndpointRequestException.class)
+                        .hasMessageStartingWith("The owner is empty: give the owner as GET /actuator/distlock/{key} "
+                                + "names it (<instance id>:<owner id>), or leave the parameter out");
+                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, bare))
+                        .isInstanceOf(InvalidEndpointRequestException.class)
+                        .hasMessageStartingWith("The owner " + bare + " is a bare owner id, which names no instance");
+                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, "a".repeat(257)))
+                        .isInstanceOf(InvalidEndpointRequestException.class)
+                        .hasMessageStartingWith("The owner is 257 characters long, at most 256 are allowed");
+                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, listed + "\nFake log line"))
+                        .isInstanceOf(InvalidEndpointRequestException.class)
+                        .hasMessageStartingWith("The owner contains control characters");
+                assertThat(endpoint.lock(SecurityContext.NONE, key).holders()).as("still held")
+                        .extracting(DistlockEndpoint.HolderDescriptor::owner).containsExactly(listed);
+            });
+            assertThat(audit(context).find(null, null, DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE))
+                    .as("nothing was attempted").isEmpty();
+        });
+    }
+
+    private static String sha256Prefix(String key) {
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(key.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(digest).substring(0, 16);
+        }
+        catch (java.security.NoSuchAlgorithmException ex) {
+            throw new AssertionError(ex);
+        }
     }
 
     @Configuration(proxyBeanMethods = false)
