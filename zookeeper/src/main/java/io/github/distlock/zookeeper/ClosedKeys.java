@@ -24,14 +24,21 @@ import org.apache.zookeeper.Watcher;
  * <p>Invariant: no acquisition that was queued when a close completed takes the lock afterwards, and none that starts
  * after it queues. Each acquisition reads the closed node before its lock node is queued (sent right before the
  * create, so it costs no extra round trip: ZooKeeper answers a session's requests in order), and fails with
- * {@link LockKeyClosedException} when it is there, even when the key is free. One that has to wait then sets a watch
- * on the closed node and looks at it in the same request (an {@code exists} with this class's single watcher, which
- * ZooKeeper keeps once per path and session however many waiters share it): a close that lands after the first read
- * is seen by that request or fires that watch. A session's watch events come in zxid order, before the answers to
- * its later requests, and a closed node seen in an answer ends the waiters at once (their futures complete when the
- * reason is read): so a close ordered before the holder's release ends the waiter before the waiter's listing can
- * show it the lock free. An acquisition that finds the key open and free takes the lock: it was concurrent with the
- * close and ordered before it, like a holder the close finds, which keeps its lock.
+ * {@link LockKeyClosedException} when it is there, even when the key is free. An acquisition whose listing shows it
+ * the lock takes it at once only when no lock node came or went since its own was created (the listing's
+ * {@code pzxid} is its node's {@code czxid}): nobody was ahead of it, so it never waited and that first read stands;
+ * it was concurrent with any close after that read and is ordered before it, like a holder the close finds, which
+ * keeps its lock. Any other one (it may have waited) reads the closed node again after the listing's answer
+ * came, and takes the lock only when the node is absent: that read is answered from a state at or after the
+ * listing's, so a close that completed before the listing showed it the lock is seen, and fails it. Watch events
+ * alone cannot promise this: when a connection is re-established, the server replays the watches that fired
+ * meanwhile in its own order (data watches, such as the one on a waiter's blocker, before exists watches, such as
+ * the one on the closed node), and Curator's retries can reorder requests too.
+ *
+ * <p>One that has to wait also sets a watch on the closed node and looks at it in the same request (an {@code exists}
+ * with this class's single watcher, which ZooKeeper keeps once per path and session however many waiters share it),
+ * so that a close fails the waiters at once rather than when their turn comes; their futures complete when the reason
+ * is read.
  *
  * <p>The watch of a key is removed when its last waiter here stops waiting, so that a session does not collect one
  * watch per key it ever waited for.
@@ -108,8 +115,8 @@ final class ClosedKeys {
 
     /**
      * Sets the watch on {@code path} and looks at it in one request ({@code exists} sets it whether or not the node is
-     * there). A closed node fails the key's waiters right in the answer, before any later answer of the session could
-     * show one of them the lock free; their futures complete once the reason is read.
+     * there). A closed node fails the key's waiters right in the answer; their futures complete once the reason is
+     * read.
      */
     private void arm(String path) throws Exception {
         client.checkExists().usingWatcher(watcher).inBackground((c, event) -> {

@@ -13,6 +13,7 @@ import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.data.Stat;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -24,7 +25,8 @@ import org.jspecify.annotations.Nullable;
  * ends it second sees the state and backs off. A node created for an acquisition that was abandoned is deleted by
  * whichever of "node created" and "abandoned" comes second: the creation publishes {@link #ourPath} and then reads
  * the state; the abandoning sets the state and then reads {@link #ourPath} (both volatile, so one of them sees the
- * other). A node whose acquisition ended ACQUIRED belongs to the handle, which deletes it on release.
+ * other). A node whose acquisition ended ACQUIRED belongs to the handle, which deletes it on release. An acquisition
+ * that may have waited reads its key's closed node once more before it takes the lock ({@link ClosedKeys} says why).
  */
 final class ZooKeeperAcquisition {
 
@@ -41,6 +43,8 @@ final class ZooKeeperAcquisition {
     final CompletableFuture<LockHandle> future = new CompletableFuture<>();
     private final AtomicInteger state = new AtomicInteger(WAITING);
     private volatile @Nullable String ourPath;
+    /** The zxid that created our lock node, or -1 when the create's answer did not carry it (a node found again). */
+    private volatile long ourCzxid = -1;
     /** The wait is over; the next answer that shows the lock taken ends the acquisition as "not acquired". */
     private volatile boolean deadlinePassed;
     /** ZooKeeper has shown the lock taken by another; until then, the wait ending is no answer yet. */
@@ -140,6 +144,8 @@ final class ZooKeeperAcquisition {
             fail(KeeperException.create(code, lockPath));
             return;
         }
+        Stat stat = event.getStat();
+        ourCzxid = (stat != null) ? stat.getCzxid() : -1;
         ourPath = event.getName();
         if (state.get() != WAITING) {
             repository.deleteQuietly(ourPath);
@@ -175,7 +181,15 @@ final class ZooKeeperAcquisition {
         }
         String blocker = LockPaths.blocker(sorted, ours, exclusive);
         if (blocker == null) {
-            acquired(event.getStat().getPzxid());
+            long pzxid = event.getStat().getPzxid();
+            if (pzxid == ourCzxid) {
+                // no lock node came or went since ours: none was ahead of it, it never waited, and the closed node
+                // was read before it was queued
+                acquired(pzxid);
+            }
+            else {
+                acquireIfOpen(pzxid);
+            }
             return;
         }
         sawItTaken = true;
@@ -202,6 +216,27 @@ final class ZooKeeperAcquisition {
                 fail(KeeperException.create(result, watched.getPath()));
             }
             // else: the watch wakes us when the blocker goes (or changes: a harmless second look)
+        }));
+    }
+
+    /**
+     * Reads the closed node now that the listing showed the lock ours, and takes it only when the node is absent: the
+     * read is sent after the listing's answer came, so ZooKeeper answers it from a state at or after the listing's.
+     * A close that completed while we were queued behind another is seen here, whatever became of its watch event
+     * (see {@link ClosedKeys}).
+     */
+    private void acquireIfOpen(long pzxid) throws Exception {
+        provider.closedKeys().read(request.key(), (c, event) -> guarded(() -> {
+            KeeperException.Code code = KeeperException.Code.get(event.getResultCode());
+            if (code == KeeperException.Code.NONODE) {
+                acquired(pzxid);
+            }
+            else if (code == KeeperException.Code.OK) {
+                fail(new LockKeyClosedException(request.key(), ClosedKeys.reason(event.getData())));
+            }
+            else {
+                fail(KeeperException.create(code, event.getPath()));
+            }
         }));
     }
 

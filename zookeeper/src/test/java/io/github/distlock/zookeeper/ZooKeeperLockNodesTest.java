@@ -1,5 +1,6 @@
 package io.github.distlock.zookeeper;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -9,7 +10,13 @@ import io.github.distlock.LockType;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
+import io.github.distlock.testsupport.TcpProxy;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -228,5 +235,81 @@ class ZooKeeperLockNodesTest extends ZooKeeperServerTestBase {
         LockHandle again = acquire("closing", Duration.ZERO, Duration.ZERO, LockType.FAIR, false);
         assertThat(again).isNotNull();
         assertThat(again.release()).isTrue();
+    }
+
+    /**
+     * A waiter cut off from the server while the key is closed and its holder releases: when it reconnects, the server
+     * replays the holder's deletion (a data watch) before the closed node's creation (an exists watch), so the waiter
+     * looks at the queue before it hears of the close, and finds itself first. It must fail with the close, not take
+     * the lock: it was queued when the close completed.
+     */
+    @Test
+    void aWaiterThatReconnectsAfterACloseAndTheHoldersReleaseDoesNotTakeTheLock() throws Exception {
+        String key = "closed-while-cut-off";
+        try (TcpProxy proxy = TcpProxy.start(server.getPort());
+                CuratorFramework waiterClient = connectShowingWatches("127.0.0.1:" + proxy.port())) {
+            ZooKeeperLockProvider waiterSide = new ZooKeeperLockProvider(waiterClient, BASE);
+            try {
+                LockHandle holder = acquire(key, Duration.ZERO, Duration.ZERO, LockType.REENTRANT, false);
+                CompletableFuture<LockHandle> waiter = waiterSide.acquire(new LockRequest(key,
+                        Duration.ofSeconds(30).toNanos(), 0, false, LockType.REENTRANT, LockOwner.next()));
+                WatchesShown waiterZooKeeper = (WatchesShown) waiterClient.getZookeeperClient().getZooKeeper();
+                String holderNode = ((ZooKeeperLockHandle) holder).path();
+                String closedNode = BASE + "-closed/" + key;
+                await().atMost(SLACK).until(() -> waiterZooKeeper.dataWatches().contains(holderNode)
+                        && waiterZooKeeper.existWatches().contains(closedNode));
+
+                proxy.pause();
+                proxy.dropConnections();
+                assertThat(provider.closeKey(key, "sold out")).as("the waiter queued on the other instance").isEqualTo(1);
+                assertThat(holder.release()).isTrue();
+                proxy.resume();
+
+                assertThat(waiter).failsWithin(SLACK).withThrowableThat().havingCause()
+                        .isInstanceOf(io.github.distlock.LockKeyClosedException.class)
+                        .withMessage("Lock '" + key + "' is closed: sold out");
+                await().atMost(SLACK).until(() -> nodes(key).isEmpty());
+            }
+            finally {
+                waiterSide.close();
+                provider.reopenKey(key);
+            }
+        }
+    }
+
+    /** A started client whose ZooKeeper handle shows its watches ({@link WatchesShown}). */
+    private static CuratorFramework connectShowingWatches(String connectString) throws InterruptedException {
+        CuratorFramework watched = CuratorFrameworkFactory.builder().connectString(connectString)
+                .sessionTimeoutMs((int) ZooKeeperTesting.SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(10_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5, 1_000))
+                .zookeeperFactory((connect, sessionTimeout, watcher, canBeReadOnly) ->
+                        new WatchesShown(connect, sessionTimeout, watcher, canBeReadOnly))
+                .build();
+        watched.start();
+        if (!watched.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            watched.close();
+            throw new AssertionError("could not connect to ZooKeeper at " + connectString);
+        }
+        return watched;
+    }
+
+    /**
+     * A ZooKeeper handle that shows the watches it has set: the client registers one when the server's answer to the
+     * request that set it arrives, so a watch shown here is set on the server.
+     */
+    private static final class WatchesShown extends ZooKeeper {
+
+        WatchesShown(String connectString, int sessionTimeout, Watcher watcher, boolean canBeReadOnly) throws IOException {
+            super(connectString, sessionTimeout, watcher, canBeReadOnly);
+        }
+
+        List<String> dataWatches() {
+            return getDataWatches();
+        }
+
+        List<String> existWatches() {
+            return getExistWatches();
+        }
     }
 }
