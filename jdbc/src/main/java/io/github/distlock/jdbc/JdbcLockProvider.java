@@ -407,6 +407,11 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         return repository.table();
     }
 
+    /** The renewals and checks of this provider's locks (for tests). */
+    JdbcWatchdog watchdog() {
+        return watchdog;
+    }
+
     /** Watchdog locks renewed right now (for tests and diagnostics). */
     int watchedLocks() {
         return watchdog.size();
@@ -433,7 +438,8 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         }
         watchdog.reportAllLost("lock provider closed: renewal stopped");
         // after the reports: those already handed to it still run
-        callbacks.shutdown();        pings.shutdownNow();
+        callbacks.shutdown();
+        pings.shutdownNow();
     }
 
     /**

@@ -282,16 +282,15 @@ final class JdbcLockRepository {
     }
 
     /**
-     * The owners of the live rows of {@code keys} now, by key: one read by primary key, for the fixed-lease locks of
-     * this instance, to find those taken away.
+     * The owners of the held rows of {@code keys}, by key, whether or not their expiry has passed: one read by primary
+     * key, for the fixed-lease locks of this instance, to find those taken away. Free rows are left out.
      */
-    Map<String, String> liveOwners(Collection<String> keys) throws SQLException {
-        String now = dialect.now();
+    Map<String, String> owners(Collection<String> keys) throws SQLException {
         String in = String.join(", ", Collections.nCopies(keys.size(), "?"));
         return withConnection(connection -> {
             Map<String, String> owners = new HashMap<>();
             try (PreparedStatement statement = connection.prepareStatement("SELECT lock_key, owner FROM " + table
-                    + " WHERE lock_key IN (" + in + ") AND owner IS NOT NULL AND expires_at > " + now)) {
+                    + " WHERE lock_key IN (" + in + ") AND owner IS NOT NULL")) {
                 int index = 1;
                 for (String key : keys) {
                     statement.setString(index++, key);
