@@ -4,6 +4,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,6 +26,7 @@ final class FaultyDataSource {
     private final AtomicInteger failuresLeft = new AtomicInteger();
     private volatile String delayedPrefix;
     private volatile Runnable delay;
+    private volatile boolean networkTimeoutRefused;
 
     FaultyDataSource(DataSource target) {
         this.dataSource = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
@@ -55,9 +57,18 @@ final class FaultyDataSource {
         return this;
     }
 
+    /** Its connections refuse {@link Connection#setNetworkTimeout}, as a driver without network timeouts does. */
+    FaultyDataSource refuseNetworkTimeouts() {
+        this.networkTimeoutRefused = true;
+        return this;
+    }
+
     private Connection faulty(Connection target) {
         return (Connection) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class},
                 (proxy, method, args) -> {
+                    if (networkTimeoutRefused && method.getName().equals("setNetworkTimeout")) {
+                        throw new SQLFeatureNotSupportedException("no network timeout (refused by the test)");
+                    }
                     if (method.getName().startsWith("prepare") && args != null && args[0] instanceof String sql) {
                         statements.add(sql);
                         String delayed = delayedPrefix;
