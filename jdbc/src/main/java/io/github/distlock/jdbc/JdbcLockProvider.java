@@ -14,6 +14,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -102,9 +104,15 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
     private final ExecutorService callbacks;
     private final JdbcLockServices services;
 
-    /** Runs pings: a database that does not answer holds up this thread, never a caller's. */
-    private final ExecutorService pings;
-    private @Nullable CompletableFuture<Void> pendingPing;
+    /**
+     * The most pings in flight at once: a ping given up on (see {@link #ping}) may still hold its thread, and a
+     * connection, until its own timeouts end it.
+     */
+    private static final int MAX_PINGS = 4;
+
+    /** Runs pings: a database that does not answer holds up these threads, never a caller's. */
+    private final ThreadPoolExecutor pings;
+    private @Nullable Ping pendingPing;
 
     private final Set<JdbcAcquisition> pending = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
@@ -132,7 +140,8 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         this.workers = new JdbcWorkers(options.threads());
         this.watchdog = new JdbcWatchdog(repository, watchdogNanos);
         this.callbacks = Executors.newCachedThreadPool(JdbcWorkers.daemons("distlock-jdbc-callback"));
-        this.pings = Executors.newSingleThreadExecutor(JdbcWorkers.daemons("distlock-jdbc-ping"));
+        this.pings = new ThreadPoolExecutor(0, MAX_PINGS, 1, TimeUnit.MINUTES, new SynchronousQueue<>(),
+                JdbcWorkers.daemons("distlock-jdbc-ping"));
         this.services = new JdbcLockServices(repository, workers, watchdog,
                 new JdbcGiveBack(repository, workers, watchdog), callbacks);
     }
@@ -279,36 +288,41 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
     }
 
     /**
-     * {@code SELECT 1} on a connection of the {@link DataSource}, waited for at most {@code timeout}. At most one ping
-     * is in flight: while the database does not answer (or the pool has no connection to give), later pings wait for
-     * the same one instead of taking more of the pool's connections.
+     * {@code SELECT 1} on a connection of the {@link DataSource}, waited for at most {@code timeout}; the driver is asked
+     * to give up on the statement after {@code timeout} too, as a query timeout and (where it supports one) as the
+     * connection's network timeout, since a cancel cannot reach a server behind a dead connection. At most one ping is
+     * sent at a time: while the database does not answer (or the pool has no connection to give), later pings wait for
+     * the same one instead of taking more of the pool's connections. A ping unanswered for twice its timeout (stuck in
+     * the pool's wait for a connection, or on a socket its driver does not time out) is left to end by itself and a
+     * new one is sent, so that a database reachable again is seen as such at once; at most four are in flight.
      */
     @Override
     public boolean ping(Duration timeout) {
-        CompletableFuture<Void> ping;
+        CompletableFuture<Void> call;
         synchronized (this) {
-            ping = pendingPing;
-            if (ping == null || ping.isDone()) {
-                int seconds = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (timeout.toMillis() + 999) / 1000));
+            Ping ping = pendingPing;
+            long now = System.nanoTime();
+            if (ping == null || ping.call().isDone() || now - ping.sentAt() > ping.givenUpAfter()) {
                 try {
-                    ping = CompletableFuture.runAsync(() -> {
+                    ping = new Ping(CompletableFuture.runAsync(() -> {
                         try {
-                            repository.ping(seconds);
+                            repository.ping(timeout);
                         }
                         catch (SQLException ex) {
                             throw new JdbcLockException("ping failed", ex);
                         }
-                    }, pings);
+                    }, pings), now, twice(Math.max(0, timeout.toNanos())));
                 }
                 catch (RejectedExecutionException ex) {
-                    // closed
+                    // closed, or every ping thread still waits for a database that does not answer
                     return false;
                 }
                 pendingPing = ping;
             }
+            call = ping.call();
         }
         try {
-            ping.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+            call.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
             return true;
         }
         catch (InterruptedException ex) {
@@ -318,6 +332,17 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         catch (ExecutionException | TimeoutException ex) {
             return false;
         }
+    }
+
+    private static long twice(long nanos) {
+        return (nanos > Long.MAX_VALUE / 2) ? Long.MAX_VALUE : 2 * nanos;
+    }
+
+    /**
+     * A ping sent at {@code sentAt} ({@link System#nanoTime()}), which a later ping waits for until it is
+     * {@code givenUpAfter} nanoseconds old.
+     */
+    private record Ping(CompletableFuture<Void> call, long sentAt, long givenUpAfter) {
     }
 
     /**
@@ -407,6 +432,11 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         return repository.table();
     }
 
+    /** The renewals and checks of this provider's locks (for tests). */
+    JdbcWatchdog watchdog() {
+        return watchdog;
+    }
+
     /** Watchdog locks renewed right now (for tests and diagnostics). */
     int watchedLocks() {
         return watchdog.size();
@@ -433,7 +463,8 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         }
         watchdog.reportAllLost("lock provider closed: renewal stopped");
         // after the reports: those already handed to it still run
-        callbacks.shutdown();        pings.shutdownNow();
+        callbacks.shutdown();
+        pings.shutdownNow();
     }
 
     /**

@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
@@ -282,16 +283,15 @@ final class JdbcLockRepository {
     }
 
     /**
-     * The owners of the live rows of {@code keys} now, by key: one read by primary key, for the fixed-lease locks of
-     * this instance, to find those taken away.
+     * The owners of the held rows of {@code keys}, by key, whether or not their expiry has passed: one read by primary
+     * key, for the fixed-lease locks of this instance, to find those taken away. Free rows are left out.
      */
-    Map<String, String> liveOwners(Collection<String> keys) throws SQLException {
-        String now = dialect.now();
+    Map<String, String> owners(Collection<String> keys) throws SQLException {
         String in = String.join(", ", Collections.nCopies(keys.size(), "?"));
         return withConnection(connection -> {
             Map<String, String> owners = new HashMap<>();
             try (PreparedStatement statement = connection.prepareStatement("SELECT lock_key, owner FROM " + table
-                    + " WHERE lock_key IN (" + in + ") AND owner IS NOT NULL AND expires_at > " + now)) {
+                    + " WHERE lock_key IN (" + in + ") AND owner IS NOT NULL")) {
                 int index = 1;
                 for (String key : keys) {
                     statement.setString(index++, key);
@@ -374,15 +374,50 @@ final class JdbcLockRepository {
         });
     }
 
-    /** One round trip, {@code SELECT 1}, that the driver cancels after {@code timeoutSeconds}. */
-    void ping(int timeoutSeconds) throws SQLException {
+    /**
+     * One round trip, {@code SELECT 1}, that the driver gives up on after {@code timeout}: as its query timeout (in
+     * whole seconds, at least one) and as the connection's network timeout, where the driver supports one. The query
+     * timeout's cancel cannot reach a server behind a dead connection (a half-open socket); the network timeout ends
+     * the wait for its answer all the same. The connection's own network timeout is put back for the pool.
+     */
+    void ping(Duration timeout) throws SQLException {
+        int seconds = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (timeout.toMillis() + 999) / 1000));
+        int millis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis()));
         withConnection(connection -> {
+            Integer previous = boundNetworkWait(connection, millis);
             try (PreparedStatement statement = connection.prepareStatement("SELECT 1")) {
-                statement.setQueryTimeout(timeoutSeconds);
+                statement.setQueryTimeout(seconds);
                 statement.executeQuery().close();
+            }
+            finally {
+                if (previous != null) {
+                    try {
+                        connection.setNetworkTimeout(Runnable::run, previous);
+                    }
+                    catch (SQLException ex) {
+                        // the connection broke (the driver closed it): nothing to put back
+                    }
+                }
             }
             return null;
         });
+    }
+
+    /**
+     * Sets the connection's network timeout to {@code millis}: the timeout it had, or {@code null} when the driver has
+     * none to set (then the ping's query timeout is its only bound). The executor runs the change at once, on this
+     * thread: the connection is this ping's alone.
+     */
+    private static @Nullable Integer boundNetworkWait(Connection connection, int millis) {
+        try {
+            int previous = connection.getNetworkTimeout();
+            connection.setNetworkTimeout(Runnable::run, millis);
+            return previous;
+        }
+        catch (SQLException ex) {
+            // SQLFeatureNotSupportedException, or a driver that refuses it otherwise: pinged all the same
+            return null;
+        }
     }
 
     /** Frees {@code owner}'s lock of {@code key}, if it still holds it (unexpired); whether it did. */

@@ -179,8 +179,14 @@ final class JdbcWatchdog {
     /**
      * Finds the fixed-lease locks of this provider taken away from their holders (by a force release on any instance,
      * or a row changed by hand) while their leases last: one read by primary key per period for all of them (at most
-     * {@link #MAX_UNRENEWED} keys per read). Judged only while the lease has surely not run out: the database's expiry
-     * is later than the lease counted from before the acquisition's statement was sent.
+     * {@link #MAX_UNRENEWED} keys per read).
+     *
+     * <p>The read looks at the owner alone, not at the expiry: a row still its holder's is never a loss, whether or not
+     * its lease has just run out. A row that is another owner's, or free, is a loss only if the answer came back before
+     * the lease counted from before the acquisition's statement was sent had ended: the database's expiry is no
+     * earlier, so the read saw the row while the lease lasted. A later answer cannot tell a row taken away from one
+     * whose lease ran out (and that the next caller then took): its holder learns it at release, as when the lease is
+     * over before the read.
      */
     void checkFixed() throws SQLException {
         if (fixed.isEmpty()) {
@@ -204,10 +210,18 @@ final class JdbcWatchdog {
         for (JdbcLockHandle handle : judged) {
             keys.add(handle.key);
         }
-        Map<String, String> owners = repository.liveOwners(keys);
+        Map<String, String> owners = repository.owners(keys);
+        long answeredAt = System.nanoTime();
         for (JdbcLockHandle handle : judged) {
+            if (handle.owner.equals(owners.get(handle.key))) {
+                continue;
+            }
+            if (answeredAt - handle.renewedAt >= handle.leaseNanos) {
+                // the lease may have ended before the read reached the database
+                untrack(handle);
+            }
             // a release untracks its handle before its statement is sent: one still tracked was not freed by it
-            if (!handle.owner.equals(owners.get(handle.key)) && fixed.remove(handle.owner, handle)) {
+            else if (fixed.remove(handle.owner, handle)) {
                 handle.reportLost("its row in " + table + " was found no longer its own before its lease ran out "
                         + "(taken away by a force release, or changed behind its back)");
             }

@@ -13,6 +13,7 @@ import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockOwner;
 import io.github.distlock.spi.LockRequest;
 import io.github.distlock.testsupport.TcpProxy;
+import org.postgresql.ds.PGSimpleDataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -106,6 +107,66 @@ class DatabaseStallTest {
 
             proxy.resume();
             await().atMost(Duration.ofSeconds(10)).until(() -> provider.ping(timeout));
+        }
+    }
+
+    /**
+     * A ping stuck on a dead connection of the pool (its route blackholed for good, so that not even the query
+     * timeout's cancel reaches the server, as on a half-open socket), while new connections reach the database: the
+     * health question is answered {@code true} again at once, not when TCP gives up on the dead connection. With a
+     * driver that has network timeouts the stuck ping ends after its timeout and gives its connection back (here the
+     * pool's only one).
+     */
+    @Test
+    void aPingStuckOnADeadConnectionEndsAfterItsTimeoutAndGivesItsConnectionBack() {
+        pingRecoversFromADeadConnection(1, false);
+    }
+
+    /**
+     * As above, with a driver that has no network timeout: the stuck ping never ends by itself, and a new ping is sent
+     * once it is twice its timeout old, on another connection of the pool.
+     */
+    @Test
+    void aPingStuckOnADeadConnectionIsReplacedWhenTheDriverCannotTimeItOut() {
+        pingRecoversFromADeadConnection(2, true);
+    }
+
+    private static void pingRecoversFromADeadConnection(int poolSize, boolean noNetworkTimeout) {
+        Matcher port = Pattern.compile("//[^:/]+:(\\d+)/").matcher(db.connectionArguments().get(0));
+        assertThat(port.find()).isTrue();
+        int database = Integer.parseInt(port.group(1));
+        Duration timeout = Duration.ofMillis(300);
+        PGSimpleDataSource target = new PGSimpleDataSource();
+        target.setServerNames(new String[] {"127.0.0.1"});
+        target.setDatabaseName("postgres");
+        target.setUser(db.connectionArguments().get(1));
+        target.setPassword(db.connectionArguments().get(2));
+        target.setConnectTimeout(1);
+        // no socket timeout: a read on a dead connection waits until TCP gives up, as with the driver's defaults
+        try (TcpProxy dead = TcpProxy.start(database);
+                TcpProxy route = TcpProxy.start(database)) {
+            target.setPortNumbers(new int[] {dead.port()});
+            HikariConfig config = new HikariConfig();
+            config.setDataSource(target);
+            config.setMaximumPoolSize(poolSize);
+            config.setConnectionTimeout(1000);
+            config.setValidationTimeout(250);
+            try (HikariDataSource pool = new HikariDataSource(config);
+                    JdbcLockProvider provider = new JdbcLockProvider(noNetworkTimeout
+                            ? new FaultyDataSource(pool).refuseNetworkTimeouts().dataSource() : pool,
+                            JdbcLockOptions.defaults())) {
+                assertThat(provider.ping(timeout)).as("ping while the database answers").isTrue();
+
+                dead.pause();
+                target.setPortNumbers(new int[] {route.port()});
+                assertThat(provider.ping(timeout)).as("ping on the pool's dead connection").isFalse();
+
+                long recovering = System.nanoTime();
+                await().atMost(Duration.ofSeconds(5)).until(() -> provider.ping(timeout));
+                System.out.printf("MEASURED jdbc/postgresql ping after a dead connection (pool of %d%s): true again "
+                        + "after %d ms%n", poolSize, noNetworkTimeout ? ", no network timeout" : "",
+                        millisSince(recovering));
+            }
         }
     }
 

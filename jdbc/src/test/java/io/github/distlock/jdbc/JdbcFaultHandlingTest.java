@@ -30,6 +30,8 @@ class JdbcFaultHandlingTest {
 
     private static final String RELEASE = "UPDATE distlock_lock SET owner = NULL";
 
+    private static final String OWNERS_CHECK = "SELECT lock_key, owner FROM distlock_lock";
+
     private static JdbcLockOptions options() {
         return JdbcLockOptions.defaults().withWatchdogTimeout(WATCHDOG);
     }
@@ -195,6 +197,30 @@ class JdbcFaultHandlingTest {
         assertThat(watchdogHandle.stillHeld()).isFalse();
         // not released by the close: the row expires by the database's clock, as a dead process's would
         assertThat(db.lockRow(watchdog).get("owner").toString()).startsWith(provider.instanceId() + ":");
+    }
+
+    /**
+     * A fixed lease that runs out while the check for locks taken away is under way (after it counted the lease as
+     * lasting, before its read reached the database) is not reported as taken away: its row is still its own, only its
+     * lease ended.
+     */
+    @Test
+    void aFixedLeaseEndingDuringTheCheckForLocksTakenAwayIsNotReportedTakenAway() throws SQLException {
+        FaultyDataSource faulty = new FaultyDataSource(db.dataSource());
+        String key = key("lease-ends-during-check");
+        // the default watchdog timeout: its periodic check comes after the test, which runs the check itself
+        try (JdbcLockProvider provider = new JdbcLockProvider(faulty.dataSource(), JdbcLockOptions.defaults())) {
+            LockHandle held = acquire(provider, key, Duration.ofMillis(300).toNanos());
+            String expired = "SELECT 1 FROM distlock_lock WHERE lock_key = ? AND expires_at <= "
+                    + provider.dialect().now();
+            faulty.delay(OWNERS_CHECK, () -> await().atMost(Duration.ofSeconds(5))
+                    .until(() -> !db.query(expired, key).isEmpty()));
+            provider.watchdog().checkFixed();
+            assertThat(faulty.count(OWNERS_CHECK)).as("reads of the fixed leases' owners").isEqualTo(1);
+            assertThat(held.lostWhileHeld()).as("reported lost (taken away) after the check").isFalse();
+            assertThat(db.lockRow(key).get("owner").toString()).startsWith(provider.instanceId() + ":");
+            assertThat(held.release()).as("the release once the lease ran out").isFalse();
+        }
     }
 
     private static LockHandle tryOnce(JdbcLockProvider provider, String key) {
