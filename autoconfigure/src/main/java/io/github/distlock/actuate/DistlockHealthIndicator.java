@@ -17,8 +17,9 @@ import org.springframework.boot.health.contributor.HealthIndicator;
  *
  * <p>Not a member of the readiness group unless added: every instance shares the backend, so a blip would take every
  * instance out of the load balancer at once, also for requests that take no lock; lock calls already fail fast on
- * their own ({@code LockBackendException}). The health check never blocks longer than its timeout, and at most one
- * ping is in flight however often it is asked.
+ * their own ({@code LockBackendException}). The health check never blocks longer than its timeout, and each backend
+ * keeps its pings in flight few however often health is asked (one; on JDBC up to four while some are stuck on dead
+ * connections).
  */
 public class DistlockHealthIndicator implements HealthIndicator {
 
