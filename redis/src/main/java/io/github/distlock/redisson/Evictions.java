@@ -1,7 +1,9 @@
 package io.github.distlock.redisson;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,7 +23,9 @@ import org.redisson.client.codec.StringCodec;
  * evicted locks without waiting for the message.
  *
  * <p>A message is only a shortcut: one lost (no subscription yet, a reconnect) leaves the holder to what told it
- * before — the lease check of a watchdog lock, the release of a fixed lease. Plain {@code PUBLISH}, as the hand-off
+ * before — the lease check of a watchdog lock, the release of a fixed lease. A message read before the hold is
+ * registered (it comes on the pub/sub connection, and can overtake the acquire's reply on the command connection) is
+ * remembered for the watchdog timeout, and reports the hold lost as it registers. Plain {@code PUBLISH}, as the hand-off
  * messages: in a cluster it reaches the subscribers of every node, and it names no key of another slot.
  *
  * <p>The owner in a message is unique per acquisition ({@link io.github.distlock.spi.LockOwner}), so a message can
@@ -49,6 +53,15 @@ final class Evictions {
      */
     private final ConcurrentHashMap<Held, Set<RedissonLockHandle>> held = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger registrations = new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * Evictions of this client's holds read lately, by hold: unmatched ones (no hold registered yet: the message
+     * overtook the acquire's reply) report the hold lost when it registers; matched ones (already told, say by
+     * {@link #evictedHere}) keep the second notice of the same eviction from telling a later hold of that owner
+     * (a writer's read). Written only inside the atomic calls of {@code held} for their hold; forgotten after
+     * {@link #rememberNanos}.
+     */
+    private final ConcurrentHashMap<Held, Notice> notices = new ConcurrentHashMap<>();
+    private final long rememberNanos;
     private volatile CompletableFuture<Integer> subscription;
     private volatile boolean closed;
 
@@ -56,10 +69,19 @@ final class Evictions {
     private record Held(String key, long owner) {
     }
 
-    Evictions(RedissonClient redisson, String clientId, LeaseMonitor monitor) {
+    /** An eviction read at {@code readAt} ({@link System#nanoTime()}); {@code told} once a hold was reported lost. */
+    private record Notice(long readAt, boolean told) {
+    }
+
+    /**
+     * @param rememberMillis how long an eviction that named no registered hold is remembered: longer than an acquire's
+     * reply can trail the eviction message (the watchdog timeout)
+     */
+    Evictions(RedissonClient redisson, String clientId, LeaseMonitor monitor, long rememberMillis) {
         this.redisson = redisson;
         this.clientId = clientId;
         this.monitor = monitor;
+        this.rememberNanos = TimeUnit.MILLISECONDS.toNanos(rememberMillis);
     }
 
     /**
@@ -96,13 +118,28 @@ final class Evictions {
         return redisson.getTopic(CHANNEL, StringCodec.INSTANCE);
     }
 
-    /** {@code handle} is held from now on, under {@code key}: a message naming it reports it lost. */
+    /**
+     * {@code handle} is held from now on, under {@code key}: a message naming it reports it lost — also one read
+     * before this call, which reports it lost now.
+     */
     void held(String key, RedissonLockHandle handle) {
-        held.compute(new Held(key, handle.owner()), (ignored, handles) -> {
+        Held hold = new Held(key, handle.owner());
+        boolean[] evictedAlready = new boolean[1];
+        held.compute(hold, (ignored, handles) -> {
+            Notice notice = notices.get(hold);
+            if (notice != null && !notice.told() && System.nanoTime() - notice.readAt() < rememberNanos) {
+                notices.put(hold, new Notice(notice.readAt(), true));
+                evictedAlready[0] = true;
+                return handles;
+            }
             Set<RedissonLockHandle> all = (handles != null) ? handles : new HashSet<>(2);
             all.add(handle);
             return all;
         });
+        if (evictedAlready[0]) {
+            monitor.reportLost(handle, REASON);
+            return;
+        }
         subscribe();
         if (registrations.incrementAndGet() % SWEEP_EVERY == 0) {
             // a caller of the SPI that never releases a fixed lease would otherwise be remembered forever
@@ -127,12 +164,31 @@ final class Evictions {
 
     /** Reports the locks of {@code owner} on {@code key} lost, if this provider holds any; once, whoever comes first. */
     void evicted(String key, long owner) {
-        Set<RedissonLockHandle> handles = held.remove(new Held(key, owner));
-        if (handles != null) {
-            for (RedissonLockHandle handle : handles) {
-                monitor.reportLost(handle, REASON);
+        Held hold = new Held(key, owner);
+        long now = System.nanoTime();
+        List<RedissonLockHandle> lost = new ArrayList<>(2);
+        held.compute(hold, (ignored, handles) -> {
+            Notice notice = notices.get(hold);
+            if (notice != null && now - notice.readAt() < rememberNanos) {
+                // the second notice of one eviction (the force-releasing instance tells its holders before the
+                // message comes): a hold of this owner registered since came after the eviction
+                return handles;
             }
+            notices.put(hold, new Notice(now, handles != null));
+            if (handles != null) {
+                lost.addAll(handles);
+            }
+            return null;
+        });
+        for (RedissonLockHandle handle : lost) {
+            monitor.reportLost(handle, REASON);
         }
+        // evictions are rare (an operator's force release): look over the few remembered ones now
+        notices.forEach((each, notice) -> {
+            if (now - notice.readAt() >= rememberNanos) {
+                notices.remove(each, notice);
+            }
+        });
     }
 
     /** Reports this provider's own holds among {@code ownerName}s evicted from {@code key}. */
@@ -159,7 +215,8 @@ final class Evictions {
         }
     }
 
-    private void onMessage(String message) {
+    /** One message of {@value #CHANNEL}, as the subscription reads it (package-private for tests). */
+    void onMessage(String message) {
         try {
             // the key's length Lua wrote is in bytes
             byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
@@ -185,6 +242,7 @@ final class Evictions {
             current = subscription;
         }
         held.clear();
+        notices.clear();
         if (current != null) {
             current.thenAccept(id -> {
                 try {

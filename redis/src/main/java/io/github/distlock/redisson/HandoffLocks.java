@@ -8,7 +8,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import io.github.distlock.spi.LockDurations;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.redisson.RedissonObject;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -104,19 +103,19 @@ final class HandoffLocks {
     }
 
     static String queueKey(String key) {
-        return RedissonObject.prefixName("distlock_queue", key);
+        return LockKeys.companion("distlock_queue", key);
     }
 
     static String entriesKey(String key) {
-        return RedissonObject.prefixName("distlock_waiters", key);
+        return LockKeys.companion("distlock_waiters", key);
     }
 
     static String closedKey(String key) {
-        return RedissonObject.prefixName("distlock_closed", key);
+        return LockKeys.companion("distlock_closed", key);
     }
 
     static String closesKey(String key) {
-        return RedissonObject.prefixName("distlock_closes", key);
+        return LockKeys.companion("distlock_closes", key);
     }
 
     private static List<Object> keys(String key) {
@@ -124,7 +123,7 @@ final class HandoffLocks {
     }
 
     static String tombstoneKey(String key, String field) {
-        return RedissonObject.prefixName("distlock_gone", key) + ":" + field;
+        return LockKeys.companion("distlock_gone", key) + ":" + field;
     }
 
     /** The keys of the scripts of one owner: {@link #keys} and its tombstone. */
@@ -201,7 +200,7 @@ final class HandoffLocks {
 
     /** The channel Redisson's {@code RLock} waiters of {@code key} listen on for its unlock message. */
     static String lockChannel(String key) {
-        return RedissonObject.prefixName("redisson_lock__channel", key);
+        return LockKeys.companion("redisson_lock__channel", key);
     }
 
     /** Redisson's publish command ({@code spublish} with sharded pub/sub), read once. */

@@ -14,7 +14,18 @@ final class LockKeys {
      * read/write hash under its holders, and a second writer got in.
      */
     static String readWriteKey(String key) {
-        return RedissonObject.prefixName("distlock_rw", key);
+        return companion("distlock_rw", key);
+    }
+
+    /**
+     * The companion {@code <prefix>:{<key>}} of a lock key ({@code <prefix>:<key>} when the key has a hash tag of its
+     * own, as Redisson names them). Every companion is named here, and a key that is one whole hash tag is refused
+     * here too ({@link #checkNotOneWholeHashTag}): a path that forgot {@link #checkKey} still cannot reach the
+     * companions of another key.
+     */
+    static String companion(String prefix, String key) {
+        checkNotOneWholeHashTag(key);
+        return RedissonObject.prefixName(prefix, key);
     }
 
     /**
@@ -53,22 +64,31 @@ final class LockKeys {
     }
 
     /**
-     * The companions of a lock — its read/write hash, FAIR queue, permits, fencing counter — are named
+     * Refuses a key that is one whole hash tag ({@code {x}}): Redisson names a companion {@code <prefix>:{x}} for the
+     * key {@code x} and {@code <prefix>:x} for a key with braces, so {@code x} and {@code {x}} would share every
+     * companion — closing one would close the other, the holders and the force release of one would list and evict the
+     * other's, and the eviction notice would name the wrong key. Every path refuses it with this one message: acquiring
+     * (every type, permits), closing and reopening, holders and force release.
+     */
+    static void checkNotOneWholeHashTag(String key) {
+        if (key.length() > 2 && key.charAt(0) == '{' && key.charAt(key.length() - 1) == '}'
+                && key.indexOf('{', 1) < 0) {
+            throw new IllegalArgumentException("Lock key '" + key + "' is one whole hash tag: its Redis companions "
+                    + "(read/write hash, FAIR queue, closed mark, permits, fencing counter) would be those of the key '"
+                    + key.substring(1, key.length() - 1) + "'. Put text outside the braces (order:" + key
+                    + ") or use a key prefix (distlock.key-prefix, default 'lock:')");
+        }
+    }
+
+    /**
+     * The companions of a lock — its read/write hash, FAIR queue, closed mark, permits, fencing counter — are named
      * {@code distlock_<what>:{<key>}} and {@code redisson_<what>:{<key>}}. A lock key in those namespaces could be
      * another lock's companion (a WRONGTYPE for that lock, or worse), and a key that is one whole hash tag
      * ({@code {x}}) has the companions of the key inside it; both are refused. Keys normally start with
      * {@code distlock.key-prefix} ({@code lock:}), which keeps them out; only an empty prefix lets them in.
      */
     static void checkNamespace(String key) {
-        // Redisson names a companion prefix:{key} for a key without braces and prefix:key for one with them, so 'x'
-        // and '{x}' would share every companion (a force release of '{x}' freed the write lock of 'x')
-        if (key.length() > 2 && key.charAt(0) == '{' && key.charAt(key.length() - 1) == '}'
-                && key.indexOf('{', 1) < 0) {
-            throw new IllegalArgumentException("Lock key '" + key + "' is one whole hash tag: its Redis companions "
-                    + "(read/write hash, FAIR queue, fencing counter) would be those of the key '"
-                    + key.substring(1, key.length() - 1) + "'. Put text outside the braces (order:" + key
-                    + ") or use a key prefix (distlock.key-prefix, default 'lock:')");
-        }
+        checkNotOneWholeHashTag(key);
         if (key.startsWith("distlock_") || key.startsWith("redisson_")) {
             throw new IllegalArgumentException("Lock key '" + key + "' is in a namespace distlock keeps for the Redis "
                     + "keys that go with a lock (distlock_*, redisson_*): use another name, or a key prefix "

@@ -113,7 +113,7 @@ final class PermitLocks {
 
     /** The sorted set of the permits of {@code key}, in the key's hash slot. */
     static String permitsKey(String key) {
-        return org.redisson.RedissonObject.prefixName("distlock_permits", key);
+        return LockKeys.companion("distlock_permits", key);
     }
 
     /** A holder's member: the N it was admitted under, and its owner field. */

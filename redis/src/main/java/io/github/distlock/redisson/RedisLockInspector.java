@@ -257,7 +257,7 @@ final class RedisLockInspector implements LockInspector {
     private ForceRelease inspect(String key, boolean evict, String expectedOwner) {
         LockKeys.checkKey(key);
         String readWrite = LockKeys.readWriteKey(key);
-        List<Object> keys = List.of(key, RedissonObject.prefixName("redisson_lock__channel", key), readWrite,
+        List<Object> keys = List.of(key, LockKeys.companion("redisson_lock__channel", key), readWrite,
                 RedissonObject.prefixName("redisson_rwlock", readWrite), PermitLocks.permitsKey(key));
         // READ_UNLOCK wakes every waiter of the read/write hash, as Redisson's write-lock release does: readers may
         // all enter at once; UNLOCK follows it there, for a waiter between two attempts (see WAKE_IF_FREE)

@@ -93,7 +93,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         GiveBacks giveBacks = new GiveBacks(executor);
         UnlockMessages unlockMessages = new UnlockMessages(redisson);
         this.tokens = new FencingTokens(redisson);
-        this.evictions = new Evictions(redisson, clientId, monitor);
+        this.evictions = new Evictions(redisson, clientId, monitor, watchdogMillis);
         // now, not at the first lock: a force release soon after it would otherwise find nobody listening
         evictions.subscribe();
         this.announcer = new InstanceAnnouncer(redisson, clientId, watchdogMillis, executor);
@@ -283,6 +283,11 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     /** The FAIR locks' queue side (for tests). */
     HandoffLocks handoffs() {
         return handoffs;
+    }
+
+    /** Where force releases are told (for tests). */
+    Evictions evictions() {
+        return evictions;
     }
 
     /** Watchdog locks whose loss would be reported right now (for tests and diagnostics). */

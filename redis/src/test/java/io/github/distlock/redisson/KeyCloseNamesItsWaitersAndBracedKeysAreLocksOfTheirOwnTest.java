@@ -281,6 +281,44 @@ class KeyCloseNamesItsWaitersAndBracedKeysAreLocksOfTheirOwnTest {
         waiterOfBraced.get(10, TimeUnit.SECONDS).release();
     }
 
+    /**
+     * Every path refuses '{x}' with one message — acquiring (every type, permits), closing, reopening, holders and
+     * force release — and leaves 'x' as it was: its permit set ('distlock_permits:{x}', which '{x}' would share), its
+     * write lock and its open key. A path that let '{x}' through would list 'x''s holders, evict them, or close 'x'.
+     */
+    @Test
+    void aKeyThatIsOneWholeHashTagIsRefusedOnEveryPathAndLeavesTheBareKeyAlone() {
+        RedissonLockProvider a = provider(redis.uri(), 10_000);
+        LockHandle permit = a.acquire(new LockRequest("x", 0, 0, false, LockType.REENTRANT, LockOwner.next(), 2)).join();
+        LockHandle writer = a.acquire(request("x", LockType.WRITE)).join();
+        assertThat(permit).isNotNull();
+        assertThat(writer).isNotNull();
+        String refusal = "Lock key '{x}' is one whole hash tag: its Redis companions (read/write hash, FAIR queue, "
+                + "closed mark, permits, fencing counter) would be those of the key 'x'. Put text outside the braces "
+                + "(order:{x}) or use a key prefix (distlock.key-prefix, default 'lock:')";
+        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> paths = new java.util.LinkedHashMap<>();
+        for (LockType type : LockType.values()) {
+            paths.put("acquire " + type, () -> a.acquire(request("{x}", type)));
+        }
+        paths.put("acquire permits", () -> a.acquire(new LockRequest("{x}", 0, 0, false, LockType.REENTRANT,
+                LockOwner.next(), 2)));
+        paths.put("closeKey", () -> a.closeKey("{x}", "sold out"));
+        paths.put("reopenKey", () -> a.reopenKey("{x}"));
+        paths.put("holders", () -> a.holders("{x}"));
+        paths.put("forceRelease", () -> a.forceRelease("{x}"));
+        paths.put("forceRelease of an owner", () -> a.forceRelease("{x}", a.ownerName(1)));
+        paths.forEach((path, call) -> assertThatThrownBy(call).as(path).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(refusal));
+
+        assertThat(redis("ZCARD", "distlock_permits:{x}")).as("x's permit set").isEqualTo(1L);
+        assertThat(redis("EXISTS", "distlock_closed:{x}")).as("x's closed mark").isEqualTo(0L);
+        assertThat(a.holders("x")).extracting(h -> h.mode()).containsExactlyInAnyOrder("permit", "write");
+        assertThat(permit.lostWhileHeld()).isFalse();
+        assertThat(writer.lostWhileHeld()).isFalse();
+        assertThat(permit.release()).isTrue();
+        assertThat(writer.release()).isTrue();
+    }
+
     // ---------------------------------------------------------------------------------------------------------------
 
     private RedissonLockProvider provider(String address, int timeoutMillis) {
