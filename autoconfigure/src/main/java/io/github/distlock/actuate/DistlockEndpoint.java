@@ -163,17 +163,18 @@ public class DistlockEndpoint {
      * <p>With {@code owner} (as {@code GET} names it) that owner's holds are taken away, and only if it still holds the
      * key, checked and deleted in one atomic step; the other holders keep theirs. Otherwise nothing is done and the
      * answer lists who holds it now (409 over HTTP). The owner is given as {@code GET} names it
-     * ({@code <instance id>:<owner id>}): an empty one, a bare owner id (which names no instance: the same number may
-     * be another instance's owner), one over {@value #MAX_OWNER_LENGTH} characters or with control characters is a bad
-     * request (400), and nothing is done. Without {@code owner}, every holder of the key at the moment of the call is evicted: if
+     * ({@code <instance id>:<owner id>}): an empty one, one over {@value #MAX_OWNER_LENGTH} characters or with control
+     * or line-breaking characters is a bad request (400), and nothing is done, nor audited. A bare owner id matches no
+     * holder of a first-party backend (each names its owners with their instance): the 409 says so. Without {@code owner}, every holder of the key at the moment of the call is evicted: if
      * the lock changed hands between the operator's look and the call, the new holder, possibly healthy, is the one
      * evicted.
      *
-     * <p>Every call, whatever its outcome (released, refused, nobody held the key, force release disabled, the backend
+     * <p>Every call that passes those checks, whatever its outcome (released, refused, nobody held the key, force release disabled, the backend
      * unable to, the backend failing), is published as an {@link AuditApplicationEvent} of type
      * {@value #FORCE_RELEASE_AUDIT_TYPE}: its principal is the caller ({@value #ANONYMOUS} when the request carried
      * none), its data the {@code key} (shown or masked as {@code show-values} says for the caller), a {@code keyHash} (the
-     * first 16 hex digits of the key's SHA-256, so that records of one key can be found whatever the masking), the
+     * first 16 hex digits of the key's SHA-256, unsalted, so that records of one key can be found whatever the masking;
+     * a key of few possible values can be guessed from it), the
      * {@code expectedOwner} (when given), the {@code outcome} ({@code released}, {@code refused},
      * {@code not-held}, {@code disabled}, {@code unsupported} or {@code failed}), {@code released}, the
      * {@code evicted} owners and, when refused, the {@code holders} now.
@@ -215,7 +216,9 @@ public class DistlockEndpoint {
                         + "actuator endpoint by " + who + ": refused, "
                         + (holders.isEmpty() ? "nobody holds it now" : "held now by " + describe(outcome.holders())));
                 return new ForceReleaseDescriptor(shown(fullKey, show), false, List.of(), holders, "owner "
-                        + expectedOwner + " does not hold the lock (any more); nothing was released");
+                        + expectedOwner + " does not hold the lock (any more); nothing was released"
+                        + (isBareOwnerId(expectedOwner) ? "; a bare owner id names no instance: give the owner as GET "
+                                + "/actuator/distlock/{key} names it (<instance id>:<owner id>)" : ""));
             }
             audit(who, fullKey, show, null, "not-held", List.of(), null);
             logger.warn("Force release of lock '" + fullKey + "' asked through the actuator endpoint by " + who
@@ -234,7 +237,7 @@ public class DistlockEndpoint {
     /**
      * The owner a force release expects, trimmed; a value that cannot be an owner as {@code GET} names it is refused
      * before anything is done: an empty one would otherwise mean "whoever holds it" (a script's unset variable evicting
-     * a healthy holder), a bare number names no instance, and what is logged and audited stays one plain line.
+     * a healthy holder), and what is logged and audited stays one plain line.
      */
     private String checkedOwner(String owner) {
         String trimmed = owner.trim();
@@ -246,14 +249,17 @@ public class DistlockEndpoint {
             throw badRequest("The owner is " + trimmed.length() + " characters long, at most " + MAX_OWNER_LENGTH
                     + " are allowed: " + form);
         }
-        if (trimmed.chars().anyMatch(Character::isISOControl)) {
+        if (trimmed.chars().anyMatch(DistlockEndpoint::breaksALine)) {
             throw badRequest("The owner contains control characters: " + form);
         }
-        if (isBareOwnerId(trimmed)) {
-            throw badRequest("The owner " + trimmed + " is a bare owner id, which names no instance (another instance "
-                    + "may have an owner of the same number): " + form);
-        }
         return trimmed;
+    }
+
+    /** Control characters, line and paragraph separators, and invisible format characters (bidi overrides). */
+    private static boolean breaksALine(int c) {
+        int type = Character.getType(c);
+        return Character.isISOControl(c) || type == Character.LINE_SEPARATOR || type == Character.PARAGRAPH_SEPARATOR
+                || type == Character.FORMAT;
     }
 
     /** A number alone, where the backend names owners otherwise (every first-party backend adds its instance id). */

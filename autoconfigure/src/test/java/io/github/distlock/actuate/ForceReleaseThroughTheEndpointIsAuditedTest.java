@@ -109,11 +109,11 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
 
     /**
      * An owner that cannot be one as the key view names it is a bad request, and nothing is released: an empty one
-     * (a script's unset variable) would otherwise evict every holder, a bare number names no instance, and a long or
-     * multi-line one would forge log lines.
+     * (a script's unset variable) would otherwise evict every holder, and a long or multi-line one would forge log
+     * lines. A bare number matches no holder: refused (409), saying how owners are named.
      */
     @Test
-    void anEmptyBareLongOrMultiLineOwnerIsABadRequestAndReleasesNothing() {
+    void anEmptyLongOrMultiLineOwnerIsABadRequestAndABareIdMatchesNoHolder() {
         runner.withPropertyValues("distlock.actuator.force-release-enabled=true").run(context -> {
             DistlockEndpoint endpoint = context.getBean(DistlockEndpoint.class);
             context.getBean(LockTemplate.class).run("order:4", () -> {
@@ -124,20 +124,25 @@ class ForceReleaseThroughTheEndpointIsAuditedTest {
                         .isInstanceOf(InvalidEndpointRequestException.class)
                         .hasMessageStartingWith("The owner is empty: give the owner as GET /actuator/distlock/{key} "
                                 + "names it (<instance id>:<owner id>), or leave the parameter out");
-                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, bare))
-                        .isInstanceOf(InvalidEndpointRequestException.class)
-                        .hasMessageStartingWith("The owner " + bare + " is a bare owner id, which names no instance");
+                DistlockEndpoint.ForceReleaseDescriptor byBareId = endpoint.forceRelease(SecurityContext.NONE, key, bare);
+                assertThat(byBareId.released()).isFalse();
+                assertThat(byBareId.note()).endsWith("a bare owner id names no instance: give the owner as GET "
+                        + "/actuator/distlock/{key} names it (<instance id>:<owner id>)");
                 assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, "a".repeat(257)))
                         .isInstanceOf(InvalidEndpointRequestException.class)
                         .hasMessageStartingWith("The owner is 257 characters long, at most 256 are allowed");
-                assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key, listed + "\nFake log line"))
-                        .isInstanceOf(InvalidEndpointRequestException.class)
-                        .hasMessageStartingWith("The owner contains control characters");
+                for (String lineBreak : List.of("\n", "\u2028", "\u202e")) {
+                    assertThatThrownBy(() -> endpoint.forceRelease(SecurityContext.NONE, key,
+                            listed + lineBreak + "Fake log line"))
+                            .isInstanceOf(InvalidEndpointRequestException.class)
+                            .hasMessageStartingWith("The owner contains control characters");
+                }
                 assertThat(endpoint.lock(SecurityContext.NONE, key).holders()).as("still held")
                         .extracting(DistlockEndpoint.HolderDescriptor::owner).containsExactly(listed);
             });
             assertThat(audit(context).find(null, null, DistlockEndpoint.FORCE_RELEASE_AUDIT_TYPE))
-                    .as("nothing was attempted").isEmpty();
+                    .as("only the bare id's refusal was an attempt").extracting(event -> event.getData().get("outcome"))
+                    .containsExactly("refused");
         });
     }
 
