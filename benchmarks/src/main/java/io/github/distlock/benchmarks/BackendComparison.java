@@ -600,10 +600,16 @@ public final class BackendComparison {
             return nodes;
         }
 
+        /** The lock entries under the namespace: not the instances' announcements nor closed keys' marks beside them. */
         private static long etcdKeys(Target target) throws Exception {
             Client client = ((EtcdLockProvider) target.context.getBean(LockProvider.class)).getClient();
             String namespace = target.context.getBean(DistlockEtcdProperties.class).getNamespace();
-            return client.getKVClient().get(ByteSequence.from(namespace, StandardCharsets.UTF_8),
+            return etcdCount(client, namespace) - etcdCount(client, namespace + "%instances/")
+                    - etcdCount(client, namespace + "%closed/");
+        }
+
+        private static long etcdCount(Client client, String prefix) throws Exception {
+            return client.getKVClient().get(ByteSequence.from(prefix, StandardCharsets.UTF_8),
                     GetOption.builder().isPrefix(true).withCountOnly(true).build()).get(10, TimeUnit.SECONDS)
                     .getCount();
         }
