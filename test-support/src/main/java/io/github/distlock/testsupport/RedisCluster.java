@@ -258,11 +258,15 @@ public final class RedisCluster implements AutoCloseable {
         Poll.untilTrue(FAILOVER_TIMEOUT, () -> replica + " to be linked to its master " + master + ": " + describe(),
                 () -> isLinkUp(replica));
         long deadline = System.nanoTime() + FAILOVER_TIMEOUT.toNanos();
+        // the first attempt is resent once the votes refused to it can be given again; later ones get Redis's window
+        Duration window = NODE_TIMEOUT.multipliedBy(2).plusMillis(500);
         while (true) {
             RespClient.callOnce(replica.port(), "CLUSTER", "FAILOVER");
             Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+            Duration wait = left.compareTo(window) < 0 ? left : window;
+            window = MANUAL_FAILOVER_WINDOW;
             try {
-                Poll.untilTrue(left.compareTo(MANUAL_FAILOVER_WINDOW) < 0 ? left : MANUAL_FAILOVER_WINDOW,
+                Poll.untilTrue(wait,
                         () -> replica + " to take over from " + master + ": " + describe(),
                         () -> replica.role().equals("master")
                                 && (!master.isRunning() || master.role().equals("slave"))
