@@ -38,7 +38,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Use it as the {@link LockProvider} bean of a test (Spring Boot's auto-configuration then builds the template on
  * it), or build a {@link io.github.distlock.DefaultLockTemplate} on it by hand. {@link #lockedKeys()} and
  * {@link #isLocked(String)} let a test check what is held; {@link #expire(String)} and {@link #abandon(LockHandle)}
- * simulate a lock taken away behind its holder's back and a holder that died.
+ * simulate a lock taken away behind its holder's back and a holder that died; {@link #onKey(String)} and
+ * {@link #onEveryKey()} inject the faults of a real backend ({@link LockFaults}: a lost lease, an outage, a slow
+ * backend), so that a test can take the application's own failure handling through them.
  *
  * <pre>{@code
  * @TestConfiguration
