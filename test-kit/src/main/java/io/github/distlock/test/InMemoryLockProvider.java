@@ -174,13 +174,12 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         long wait = request.waitNanos();
         if (wait > 0 && delay >= wait) {
             // the caller would give up before the backend answers: it hears "not acquired" when its wait ends
-            table.timer.schedule(() -> table.runOffTimer(List.of(() -> answer.complete(null))), wait,
-                    TimeUnit.NANOSECONDS);
+            later(answer, wait, () -> answer.complete(null));
             return answer;
         }
         LockRequest late = new LockRequest(request.key(), (wait == 0) ? 0 : wait - delay, request.leaseNanos(),
                 request.fenced(), request.type(), request.owner(), request.permits());
-        table.timer.schedule(() -> table.runOffTimer(List.of(() -> {
+        later(answer, delay, () -> {
             if (answer.isDone()) {
                 return;
             }
@@ -203,8 +202,19 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
                     handle.releaseAsync();
                 }
             });
-        })), delay, TimeUnit.NANOSECONDS);
+        });
         return answer;
+    }
+
+    /** Runs {@code task} off the timer after {@code nanos}; closed meanwhile, {@code answer} fails as close() says. */
+    private void later(CompletableFuture<@Nullable LockHandle> answer, long nanos, Runnable task) {
+        try {
+            table.timer.schedule(() -> table.runOffTimer(List.of(task)), nanos, TimeUnit.NANOSECONDS);
+        }
+        catch (java.util.concurrent.RejectedExecutionException closing) {
+            answer.completeExceptionally(new IllegalStateException("InMemoryLockProvider closed while an acquisition "
+                    + "was delayed (LockFaults.delayAcquisitions)"));
+        }
     }
 
     /**
@@ -475,6 +485,6 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
 
     @Override
     public String toString() {
-        return "InMemoryLockProvider[locked " + lockedKeys() + "]";
+        return "InMemoryLockProvider[locked " + lockedKeys() + ", faults " + table.faults.describe() + "]";
     }
 }

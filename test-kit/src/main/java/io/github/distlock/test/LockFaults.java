@@ -72,8 +72,9 @@ public final class LockFaults {
      * Every acquisition from now on reaches the locks {@code delay} late, out of its caller's wait, as through a slow
      * network: a caller that waits longer gets the lock (or waits for it) {@code delay} later; a caller whose wait is
      * shorter than {@code delay} gets "not acquired" when its wait ends (a {@link io.github.distlock.LockAcquisitionException},
-     * or the skip or fallback the call asks for), without the lock having been taken; a single try (wait 0) gets its
-     * answer after {@code delay}. {@link Duration#ZERO} ends the delay.
+     * or the skip or fallback the call asks for), without the lock having been taken (a failure due for it is used up
+     * all the same); a single try (wait 0) gets its answer after {@code delay}. {@link Duration#ZERO} ends the delay
+     * (a key's zero leaves it to the every-key delay).
      *
      * @return these faults, to chain another
      * @throws IllegalArgumentException when {@code delay} is null or negative
