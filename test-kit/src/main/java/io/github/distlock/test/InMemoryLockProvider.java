@@ -325,8 +325,9 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
                 table.mutex.unlock();
             }
         }
+        String toldBy = (key != null) ? "onKey(\"" + key + "\")" : "onEveryKey()";
         return takeAway(stateKeys, "its lease was lost: the lock backend no longer has it (simulated by "
-                + "InMemoryLockProvider." + ((key != null) ? "onKey(\"" + key + "\")" : "onEveryKey()") + ".loseLease())");
+                + "InMemoryLockProvider." + toldBy + ".loseLease())");
     }
 
     /** Takes every lock of the states {@code stateKeys} away from its holders; returns how many lost theirs. */
@@ -420,8 +421,8 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
      */
     public LockFaults onKey(String key) {
         if (key == null || key.isBlank()) {
-            throw new IllegalArgumentException("InMemoryLockProvider.onKey(key): the key must be a full lock key, prefix "
-                    + "included (such as lock:order:7), was " + ((key == null) ? "null" : "'" + key + "'"));
+            throw new IllegalArgumentException("InMemoryLockProvider.onKey(key): the key must be a full lock key, "
+                    + "prefix included (such as lock:order:7), was " + ((key == null) ? "null" : "'" + key + "'"));
         }
         return new LockFaults(this, table.faults, key);
     }

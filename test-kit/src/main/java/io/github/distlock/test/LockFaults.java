@@ -20,9 +20,9 @@ import org.jspecify.annotations.Nullable;
  * locks.onKey("lock:order:7").loseLease();                            // the lease of a running placeOrder(7) is gone
  * }</pre>
  *
- * <p>Keys are full keys, prefix included ({@code lock:order:7} for {@code @DistributedLock(key = "'order:' + #id")} with
- * the default prefix), as the template asks the provider for them; a semaphore ({@code permits > 1}) is under its lock's
- * key.
+ * <p>Keys are full keys, prefix included ({@code lock:order:7} for
+ * {@code @DistributedLock(key = "'order:' + #id")} with the default prefix), as the template asks the provider for
+ * them; a semaphore ({@code permits > 1}) is under its lock's key.
  */
 public final class LockFaults {
 
@@ -39,9 +39,9 @@ public final class LockFaults {
 
     /**
      * The next {@code times} acquisitions fail as when the backend can't be reached: the caller gets a
-     * {@link io.github.distlock.LockBackendException} caused by a {@link SimulatedBackendFailure} (never "not acquired":
-     * no skip, no fallback), listeners {@code onNotAcquired} with that failure, and the lock is not taken. Replaces the
-     * count given before; {@code 0} fails none.
+     * {@link io.github.distlock.LockBackendException} caused by a {@link SimulatedBackendFailure} (never "not
+     * acquired": no skip, no fallback), listeners {@code onNotAcquired} with that failure, and the lock is not
+     * taken. Replaces the count given before; {@code 0} fails none.
      *
      * @return these faults, to chain another
      * @throws IllegalArgumentException when {@code times} is negative
@@ -71,18 +71,18 @@ public final class LockFaults {
     /**
      * Every acquisition from now on reaches the locks {@code delay} late, out of its caller's wait, as through a slow
      * network: a caller that waits longer gets the lock (or waits for it) {@code delay} later; a caller whose wait is
-     * shorter than {@code delay} gets "not acquired" when its wait ends (a {@link io.github.distlock.LockAcquisitionException},
-     * or the skip or fallback the call asks for), without the lock having been taken (a failure due for it is used up
-     * all the same); a single try (wait 0) gets its answer after {@code delay}. {@link Duration#ZERO} ends the delay
-     * (a key's zero leaves it to the every-key delay).
+     * shorter than {@code delay} gets "not acquired" when its wait ends (a
+     * {@link io.github.distlock.LockAcquisitionException}, or the skip or fallback the call asks for), without the
+     * lock having been taken (a failure due for it is used up all the same); a single try (wait 0) gets its answer
+     * after {@code delay}. {@link Duration#ZERO} ends the delay (a key's zero leaves it to the every-key delay).
      *
      * @return these faults, to chain another
      * @throws IllegalArgumentException when {@code delay} is null or negative
      */
     public LockFaults delayAcquisitions(Duration delay) {
         if (delay == null || delay.isNegative()) {
-            throw new IllegalArgumentException(where() + ".delayAcquisitions(delay): the delay must be zero or positive, "
-                    + "was " + delay);
+            throw new IllegalArgumentException(where() + ".delayAcquisitions(delay): the delay must be zero or "
+                    + "positive, was " + delay);
         }
         long nanos = io.github.distlock.spi.LockDurations.toNanos(delay);
         faults.change(key, plan -> plan.delayNanos = nanos);
@@ -90,8 +90,8 @@ public final class LockFaults {
     }
 
     /**
-     * Takes the lease of every lock held now (of this key, or of every key) away from its holder, as a backend does that
-     * lost it (a failover, a renewal that failed, a session that expired): each holder's
+     * Takes the lease of every lock held now (of this key, or of every key) away from its holder, as a backend does
+     * that lost it (a failover, a renewal that failed, a session that expired): each holder's
      * {@link io.github.distlock.spi.LockHandle#whenLost} is told (and through it the template's listeners,
      * {@code onLeaseLost}), its release answers "no longer mine", a nested call on the key inside the running code is
      * refused, and the next waiter gets the lock. The code under the lock keeps running, as with a real loss.
@@ -103,9 +103,9 @@ public final class LockFaults {
     public int loseLease() {
         int lost = provider.loseLeases(key);
         if (lost == 0) {
-            throw new IllegalStateException(where() + ".loseLease(): no lock " + ((key != null) ? "of '" + key + "' " : "")
-                    + "is held now, so there is no lease to lose; held: " + provider.lockedKeys()
-                    + " (keys include distlock.key-prefix)");
+            String of = (key != null) ? "of '" + key + "' " : "";
+            throw new IllegalStateException(where() + ".loseLease(): no lock " + of + "is held now, so there is no "
+                    + "lease to lose; held: " + provider.lockedKeys() + " (keys include distlock.key-prefix)");
         }
         return lost;
     }

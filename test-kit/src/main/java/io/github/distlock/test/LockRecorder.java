@@ -26,9 +26,9 @@ import io.github.distlock.LockType;
  * <p>What a thread holds is what it runs under through the {@link io.github.distlock.LockTemplate} (an annotated method
  * or a template call returning a value, and the keys held until its transaction ends); a method returning a
  * {@code CompletableFuture}, {@code Mono} or {@code Flux} holds its lock on no thread, so only the provider's keys are
- * recorded for it (they are shown in every failure). The type comes from the provider's holds of the key, which all have
- * one type (types of one key exclude each other in memory, {@code READ} with {@code READ} aside); a fenced lock is found
- * by its token. Thread-safe.
+ * recorded for it (they are shown in every failure). The type comes from the provider's holds of the key, which all
+ * have one type (types of one key exclude each other in memory, {@code READ} with {@code READ} aside); a fenced lock is
+ * found by its token. Thread-safe.
  */
 public final class LockRecorder {
 
@@ -51,7 +51,10 @@ public final class LockRecorder {
     private final InMemoryLockProvider provider;
     private final List<Recording> recordings = new ArrayList<>();
 
-    /** @param provider the provider the application's locks are taken from (the test's {@code InMemoryLockProvider} bean) */
+    /**
+     * @param provider the provider the application's locks are taken from (the test's {@code InMemoryLockProvider}
+     * bean)
+     */
     public LockRecorder(InMemoryLockProvider provider) {
         if (provider == null) {
             throw new IllegalArgumentException("LockRecorder(provider): the InMemoryLockProvider must not be null");
@@ -94,8 +97,9 @@ public final class LockRecorder {
             Recording run = runs.get(i);
             RecordedLock lock = run.held().stream().filter(held -> held.key().equals(fullKey)).findFirst().orElse(null);
             if (lock == null || lock.lost()) {
-                throw new AssertionError("Expected the recorded code to run under the lock '" + fullKey + "', but in run "
-                        + (i + 1) + " of " + runs.size() + " " + run + ((lock == null) ? "" : ": its lease was lost")
+                throw new AssertionError("Expected the recorded code to run under the lock '" + fullKey
+                        + "', but in run " + (i + 1) + " of " + runs.size() + " " + run
+                        + ((lock == null) ? "" : ": its lease was lost")
                         + " (keys include distlock.key-prefix)");
             }
             locks.add(lock);
