@@ -62,6 +62,18 @@ final class InMemoryHandle implements LockHandle {
 
     @Override
     public CompletableFuture<Boolean> releaseAsync() {
+        SimulatedBackendFailure failure = table.faults.release(hold.requestKey);
+        if (failure != null) {
+            // the backend never heard of the release: the lock stays until it expires by itself, as in a real one
+            table.mutex.lock();
+            try {
+                table.leases.abandon(hold);
+            }
+            finally {
+                table.mutex.unlock();
+            }
+            return CompletableFuture.failedFuture(failure);
+        }
         List<Runnable> afterwards = new ArrayList<>();
         boolean released;
         table.mutex.lock();

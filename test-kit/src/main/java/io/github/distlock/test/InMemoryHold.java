@@ -10,6 +10,8 @@ final class InMemoryHold {
 
     final InMemoryLockTable table;
     final String key;
+    /** The key its request named: {@link #key} but for a semaphore, whose state has a key of its own. */
+    final String requestKey;
     final LockOwner owner;
     final LockType type;
     final boolean watchdog;
@@ -20,10 +22,11 @@ final class InMemoryHold {
     /** The permits it was admitted under (1 for a lock). */
     int permits = 1;
 
-    InMemoryHold(InMemoryLockTable table, String key, LockOwner owner, LockType type, boolean watchdog,
-            long expiresAt) {
+    InMemoryHold(InMemoryLockTable table, String key, String requestKey, LockOwner owner, LockType type,
+            boolean watchdog, long expiresAt) {
         this.table = table;
         this.key = key;
+        this.requestKey = requestKey;
         this.owner = owner;
         this.type = type;
         this.watchdog = watchdog;

@@ -28,8 +28,8 @@ final class InMemoryLeases {
 
     InMemoryHold take(InMemoryKeyState state, LockRequest request, long now) {
         long expiresAt = request.watchdog() ? now + NEVER : LockDurations.deadline(now, request.leaseNanos());
-        InMemoryHold hold = new InMemoryHold(table, state.key, request.owner(), request.type(), request.watchdog(),
-                expiresAt);
+        InMemoryHold hold = new InMemoryHold(table, state.key, request.key(), request.owner(), request.type(),
+                request.watchdog(), expiresAt);
         hold.permits = request.permits();
         if (request.fenced()) {
             hold.handle.token = table.nextToken(state.key);

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockKeyClosedException;
@@ -37,7 +38,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Use it as the {@link LockProvider} bean of a test (Spring Boot's auto-configuration then builds the template on
  * it), or build a {@link io.github.distlock.DefaultLockTemplate} on it by hand. {@link #lockedKeys()} and
  * {@link #isLocked(String)} let a test check what is held; {@link #expire(String)} and {@link #abandon(LockHandle)}
- * simulate a lock taken away behind its holder's back and a holder that died.
+ * simulate a lock taken away behind its holder's back and a holder that died; {@link #onKey(String)} and
+ * {@link #onEveryKey()} inject the faults of a real backend ({@link LockFaults}: a lost lease, an outage, a slow
+ * backend), so that a test can take the application's own failure handling through them.
  *
  * <pre>{@code
  * @TestConfiguration
@@ -58,6 +61,8 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
     public static final Duration DEFAULT_WATCHDOG_TIMEOUT = Duration.ofSeconds(30);
 
     private final InMemoryLockTable table;
+    /** Acquisitions held back by {@link LockFaults#delayAcquisitions}: failed by {@link #close()} like the waiters. */
+    private final Set<CompletableFuture<@Nullable LockHandle>> delayedAcquisitions = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     /** A provider whose abandoned watchdog locks expire after {@link #DEFAULT_WATCHDOG_TIMEOUT}. */
@@ -106,6 +111,18 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         if (closed) {
             return CompletableFuture.failedFuture(new IllegalStateException("InMemoryLockProvider is closed"));
         }
+        InMemoryFaults.Acquisition fault = table.faults.acquisition(request.key());
+        if (fault.delayNanos() > 0) {
+            return delayed(request, fault);
+        }
+        if (fault.failure() != null) {
+            return CompletableFuture.failedFuture(fault.failure());
+        }
+        return take(request);
+    }
+
+    /** The acquisition itself, once past the faults: granted now, queued, or answered "not acquired". */
+    private CompletableFuture<@Nullable LockHandle> take(LockRequest request) {
         CompletableFuture<LockHandle> future = new CompletableFuture<>();
         List<Runnable> afterwards = new ArrayList<>();
         table.mutex.lock();
@@ -143,6 +160,61 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
             }
         });
         return future;
+    }
+
+    /**
+     * An acquisition that reaches the table {@code fault.delayNanos()} late, out of its wait: one whose wait ends first
+     * is answered "not acquired" then; a cancelled one never reaches it.
+     */
+    private CompletableFuture<@Nullable LockHandle> delayed(LockRequest request, InMemoryFaults.Acquisition fault) {
+        CompletableFuture<@Nullable LockHandle> answer = new CompletableFuture<>();
+        delayedAcquisitions.add(answer);
+        answer.whenComplete((handle, failure) -> delayedAcquisitions.remove(answer));
+        long delay = fault.delayNanos();
+        long wait = request.waitNanos();
+        if (wait > 0 && delay >= wait) {
+            // the caller would give up before the backend answers: it hears "not acquired" when its wait ends
+            later(answer, wait, () -> answer.complete(null));
+            return answer;
+        }
+        LockRequest late = new LockRequest(request.key(), (wait == 0) ? 0 : wait - delay, request.leaseNanos(),
+                request.fenced(), request.type(), request.owner(), request.permits());
+        later(answer, delay, () -> {
+            if (answer.isDone()) {
+                return;
+            }
+            if (fault.failure() != null) {
+                answer.completeExceptionally(fault.failure());
+                return;
+            }
+            CompletableFuture<@Nullable LockHandle> taking = take(late);
+            answer.whenComplete((handle, failure) -> {
+                if (answer.isCancelled()) {
+                    taking.cancel(false);
+                }
+            });
+            taking.whenComplete((handle, failure) -> {
+                if (failure != null) {
+                    answer.completeExceptionally(failure);
+                }
+                else if (!answer.complete(handle) && handle != null) {
+                    // the caller stopped waiting meanwhile: nobody will release it
+                    handle.releaseAsync();
+                }
+            });
+        });
+        return answer;
+    }
+
+    /** Runs {@code task} off the timer after {@code nanos}; closed meanwhile, {@code answer} fails as close() says. */
+    private void later(CompletableFuture<@Nullable LockHandle> answer, long nanos, Runnable task) {
+        try {
+            table.timer.schedule(() -> table.runOffTimer(List.of(task)), nanos, TimeUnit.NANOSECONDS);
+        }
+        catch (java.util.concurrent.RejectedExecutionException closing) {
+            answer.completeExceptionally(new IllegalStateException("InMemoryLockProvider closed while an acquisition "
+                    + "was delayed (LockFaults.delayAcquisitions)"));
+        }
     }
 
     /**
@@ -235,32 +307,137 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
      * @return whether anything was held
      */
     public boolean expire(String key) {
+        return takeAway(List.of(key), "its lock was taken away (InMemoryLockProvider.expire)") > 0;
+    }
+
+    /** {@link LockFaults#loseLease()}: the leases of {@code key} (lock and semaphore), or of every key when null. */
+    int loseLeases(@Nullable String key) {
+        List<String> stateKeys;
+        if (key != null) {
+            stateKeys = List.of(key, "distlock_permits:{" + key + "}");
+        }
+        else {
+            table.mutex.lock();
+            try {
+                stateKeys = List.copyOf(table.keys.keySet());
+            }
+            finally {
+                table.mutex.unlock();
+            }
+        }
+        String toldBy = (key != null) ? "onKey(\"" + key + "\")" : "onEveryKey()";
+        return takeAway(stateKeys, "its lease was lost: the lock backend no longer has it (simulated by "
+                + "InMemoryLockProvider." + toldBy + ".loseLease())");
+    }
+
+    /** Takes every lock of the states {@code stateKeys} away from its holders; returns how many lost theirs. */
+    private int takeAway(List<String> stateKeys, String reason) {
         List<Runnable> afterwards = new ArrayList<>();
         List<InMemoryHold> taken = new ArrayList<>();
         table.mutex.lock();
         try {
-            InMemoryKeyState state = table.keys.get(key);
-            if (state == null) {
-                return false;
-            }
-            for (InMemoryHold hold : state.holds) {
-                hold.held = false;
-                hold.handle.lostReason = "its lock was taken away (InMemoryLockProvider.expire)";
-                if (hold.expiry != null) {
-                    hold.expiry.cancel(false);
+            long now = System.nanoTime();
+            for (String stateKey : stateKeys) {
+                InMemoryKeyState state = table.keys.get(stateKey);
+                if (state == null) {
+                    continue;
                 }
-                taken.add(hold);
+                // a lease that ran out by the clock is not lost now: it was gone already
+                table.leases.purgeExpired(state, now, afterwards);
+                for (InMemoryHold hold : state.holds) {
+                    hold.held = false;
+                    hold.handle.lostReason = reason;
+                    if (hold.expiry != null) {
+                        hold.expiry.cancel(false);
+                    }
+                    taken.add(hold);
+                }
+                state.holds.clear();
+                table.grantWaiters(state, now, afterwards);
+                table.forgetIfIdle(state);
             }
-            state.holds.clear();
-            table.grantWaiters(state, System.nanoTime(), afterwards);
-            table.forgetIfIdle(state);
         }
         finally {
             table.mutex.unlock();
         }
         InMemoryGrant.runAfterwards(afterwards).join();
         taken.forEach(hold -> hold.handle.fireLost());
-        return !taken.isEmpty();
+        return taken.size();
+    }
+
+    /**
+     * For {@link LockRecorder}: what the calling thread, which runs under {@code heldKeys}, holds of this provider, and
+     * every key the provider holds; under the mutex, so that the two agree.
+     */
+    LockRecorder.Recording recordHeld(String thread, List<String> heldKeys) {
+        List<RecordedLock> held = new ArrayList<>();
+        List<Runnable> afterwards = new ArrayList<>();
+        Set<String> providerKeys = new TreeSet<>();
+        table.mutex.lock();
+        try {
+            long now = System.nanoTime();
+            for (InMemoryKeyState state : List.copyOf(table.keys.values())) {
+                table.leases.purgeExpired(state, now, afterwards);
+                if (!state.holds.isEmpty()) {
+                    providerKeys.add(state.key);
+                }
+            }
+            for (String key : heldKeys) {
+                long token = io.github.distlock.LockContext.fencingToken(key).orElse(-1);
+                held.add(recorded(key, token));
+            }
+        }
+        finally {
+            table.mutex.unlock();
+        }
+        InMemoryGrant.runAfterwards(afterwards).join();
+        return new LockRecorder.Recording(thread, List.copyOf(held), providerKeys);
+    }
+
+    /** The hold of {@code key} a thread runs under, by its token when fenced; under the mutex. */
+    private RecordedLock recorded(String key, long token) {
+        for (String stateKey : List.of(key, "distlock_permits:{" + key + "}")) {
+            InMemoryKeyState state = table.keys.get(stateKey);
+            if (state == null) {
+                continue;
+            }
+            for (InMemoryHold hold : state.holds) {
+                if (token < 0 || hold.handle.fencingToken() == token) {
+                    return new RecordedLock(key, hold.type, hold.permits, token);
+                }
+            }
+        }
+        return new RecordedLock(key, null, 1, token);
+    }
+
+    // ---------------------------------------------------------------- for tests: faults
+
+    /**
+     * The faults to inject for {@code key}: a lost lease, failed acquisitions or releases, slow acquisitions. See
+     * {@link LockFaults}.
+     *
+     * @param key the full key, prefix included ({@code lock:order:7})
+     * @throws IllegalArgumentException when {@code key} is null or blank
+     */
+    public LockFaults onKey(String key) {
+        if (key == null || key.isBlank()) {
+            throw new IllegalArgumentException("InMemoryLockProvider.onKey(key): the key must be a full lock key, "
+                    + "prefix included (such as lock:order:7), was " + ((key == null) ? "null" : "'" + key + "'"));
+        }
+        return new LockFaults(this, table.faults, key);
+    }
+
+    /** The faults to inject for every key (a key's own faults apply first). See {@link LockFaults}. */
+    public LockFaults onEveryKey() {
+        return new LockFaults(this, table.faults, null);
+    }
+
+    /**
+     * Removes every fault given through {@link #onKey} and {@link #onEveryKey}; locks held stay held. In a Spring test
+     * this happens after each test method, for every {@code InMemoryLockProvider} bean of the context.
+     */
+    public void resetFaults() {
+        table.faults.resetAll();
     }
 
     /**
@@ -299,12 +476,16 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         }
         table.timer.shutdownNow();
         table.callbacks.shutdownNow();
+        for (CompletableFuture<@Nullable LockHandle> delayed : List.copyOf(delayedAcquisitions)) {
+            delayed.completeExceptionally(new IllegalStateException("InMemoryLockProvider closed while an acquisition "
+                    + "was delayed (LockFaults.delayAcquisitions)"));
+        }
         waiting.forEach(waiter -> waiter.future.completeExceptionally(
                 new IllegalStateException("InMemoryLockProvider closed while waiting for '" + waiter.request.key() + "'")));
     }
 
     @Override
     public String toString() {
-        return "InMemoryLockProvider[locked " + lockedKeys() + "]";
+        return "InMemoryLockProvider[locked " + lockedKeys() + ", faults " + table.faults.describe() + "]";
     }
 }

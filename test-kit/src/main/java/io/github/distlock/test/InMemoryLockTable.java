@@ -40,6 +40,8 @@ final class InMemoryLockTable {
      */
     final ExecutorService callbacks;
     final InMemoryLeases leases;
+    /** What a test told the provider to do wrong: see {@link LockFaults}. */
+    final InMemoryFaults faults = new InMemoryFaults();
 
     InMemoryLockTable(long watchdogNanos) {
         this.timer = new ScheduledThreadPoolExecutor(1, task -> daemon(task, "distlock-in-memory-timer"));

@@ -15,7 +15,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * Assertions about locks for users' tests, after ShedLock's {@code LockAssert}: "this code runs under lock X" (called
  * from inside the code, typically from a test double the locked method calls) and "no lock is held after the test".
  * Keys are full keys, prefix included ({@code lock:order:7} for {@code @DistributedLock(key = "'order:' + #id")} with
- * the default prefix). Failures are {@link AssertionError}s that say what was held instead.
+ * the default prefix). Failures are {@link AssertionError}s that say what was held instead. To check the type and
+ * fencing as well, or to check from the test's own thread after the code ran, record with a {@link LockRecorder}.
  *
  * <pre>{@code
  * // a test double the service calls while it should hold the lock
