@@ -119,9 +119,8 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
     @Override
     protected void awaitQueued(LockType type, String key, int count, CompletableFuture<LockHandle> latest) {
         if (type == LockType.REENTRANT || type == LockType.WRITE) {
-            RLock lock = (type == LockType.REENTRANT) ? client.getLock(key)
-                    : client.getReadWriteLock(RedissonObject.prefixName("distlock_rw", key)).writeLock();
-            await().atMost(slack()).until(() -> subscribedWaiters(lock) >= count && !latest.isDone());
+            await().atMost(slack()).until(() -> subscribedWaiters(client, type, key)
+                    + subscribedWaiters(otherClient, type, key) >= count && !latest.isDone());
             return;
         }
         if (type != LockType.FAIR) {
@@ -133,11 +132,15 @@ class RedissonLockProviderContractTest extends LockProviderContractTest {
     }
 
     /**
-     * The waiters of {@code lock} in {@link #client} whose subscription to its release messages Redis confirmed:
-     * Redisson's own count, which it keeps out of its public API (read by reflection, so a Redisson upgrade that
-     * renames it fails here, loudly, rather than letting the test pass on a guess).
+     * The waiters for {@code key} in {@code redisson} (this instance's client or the other's) whose subscription to
+     * its release messages Redis confirmed: Redisson's own count, which it keeps out of its public API (read by
+     * reflection, so a Redisson upgrade that renames it fails here, loudly, rather than letting the test pass on a
+     * guess).
      */
-    private static int subscribedWaiters(RLock lock) throws ReflectiveOperationException {
+    private static int subscribedWaiters(RedissonClient redisson, LockType type, String key)
+            throws ReflectiveOperationException {
+        RLock lock = (type == LockType.REENTRANT) ? redisson.getLock(key)
+                : redisson.getReadWriteLock(RedissonObject.prefixName("distlock_rw", key)).writeLock();
         Field pubSub = RedissonLock.class.getDeclaredField("pubSub");
         pubSub.setAccessible(true);
         Field entries = Class.forName("org.redisson.pubsub.PublishSubscribe").getDeclaredField("entries");
