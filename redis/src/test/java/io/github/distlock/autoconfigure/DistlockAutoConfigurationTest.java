@@ -42,9 +42,16 @@ class DistlockAutoConfigurationTest {
             .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, AopAutoConfiguration.class,
                     DistlockRedissonAutoConfiguration.class, DistlockAutoConfiguration.class));
 
-    /** A runner whose Redisson client does not connect on creation, so that unreachable topologies can be mapped. */
+    /**
+     * A runner whose Redisson client does not connect on creation, so that unreachable topologies can be mapped. The
+     * client still tries to connect in the background and again when the context closes (the provider's close sends
+     * its last commands): one attempt without a pause, not Redisson's default of five attempts 1-2 s apart, each of
+     * which would cost these tests seconds of retrying hosts that do not exist. A customizer's retry setting still
+     * wins over these properties.
+     */
     private ApplicationContextRunner capturingConfig(AtomicReference<Config> captured) {
-        return runner.withBean(RedissonConfigCustomizer.class, () -> config -> {
+        return runner.withPropertyValues("distlock.redis.retry-attempts=0", "distlock.redis.retry-delay=0ms")
+                .withBean(RedissonConfigCustomizer.class, () -> config -> {
             config.setLazyInitialization(true);
             captured.set(config);
         });
