@@ -57,7 +57,10 @@ class SpringIntegrationOnRedisTest {
 
     private static ConfigurableApplicationContext instance(String name) {
         return new SpringApplicationBuilder(App.class).web(WebApplicationType.NONE)
-                .properties("spring.main.banner-mode=off", "instance=" + name).run();
+                .properties("spring.main.banner-mode=off", "instance=" + name,
+                        // the JDBC backend is on the test class path (for LeaderHandOverMeasurement): no DataSource here
+                        "spring.autoconfigure.exclude=" + LeaderProcessMain.NO_DATA_SOURCE)
+                .run();
     }
 
     /**
