@@ -155,6 +155,26 @@ final class ActiveCall implements HeldLock {
         return (token >= 0) ? OptionalLong.of(token) : OptionalLong.empty();
     }
 
+    @Override
+    public boolean stillHeld() {
+        for (LockHandle handle : handles) {
+            if (!handle.stillHeld()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public boolean lostWhileHeld() {
+        for (LockHandle handle : handles) {
+            if (handle.lostWhileHeld()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Released once: later calls, from any thread, get the future of the first. */
     @Override
     public CompletableFuture<Void> releaseAsync() {

@@ -18,6 +18,26 @@ public interface HeldLock {
     OptionalLong fencingToken();
 
     /**
+     * Whether this owner still holds every key, asked of the backend where it can tell cheaply (otherwise what
+     * {@link #lostWhileHeld()} knows): for code that keeps a lock across calls and must check it before relying on it
+     * again, as a nested call of {@link LockTemplate} does before it re-enters. The default trusts
+     * {@link #lostWhileHeld()}.
+     *
+     * @throws RuntimeException when the backend fails
+     */
+    default boolean stillHeld() {
+        return !lostWhileHeld();
+    }
+
+    /**
+     * Whether the backend has already reported one of the keys lost while held (renewal stopped working, the key was
+     * found gone), without asking it. Such a loss is also reported to the {@link LockListener}s.
+     */
+    default boolean lostWhileHeld() {
+        return false;
+    }
+
+    /**
      * Releases every key, by this owner only, once (later calls return the same future). Never completes
      * exceptionally: a failure to release is logged and reported to listeners, and the lock expires by itself. With
      * {@link LockOptions#holdAtLeast()} the release happens in the background once that time is over; the future
