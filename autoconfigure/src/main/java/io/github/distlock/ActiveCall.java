@@ -51,6 +51,10 @@ final class ActiveCall implements HeldLock {
     private LockCallOutcome releaseOutcome = LockCallOutcome.RELEASED;
     /** The release asked through {@link #releaseAsync()}, {@code null} until then; under {@code this}. */
     private CompletableFuture<Void> heldRelease;
+    /** The first loss reported while held, {@code null} until then; under {@code this}. */
+    private LockLeaseLostException lost;
+    /** What stops the call's code on a loss (its {@link LeaseLostPolicy}), {@code null} when nothing; under {@code this}. */
+    private java.util.function.Consumer<LockLeaseLostException> stop;
     /** 0 until ended; set once through {@link #ENDED}. Fields, not atomics: one object per call, not three. */
     @SuppressWarnings("unused")
     private volatile int ended;
@@ -142,6 +146,60 @@ final class ActiveCall implements HeldLock {
         return ENDED.compareAndSet(this, 0, 1);
     }
 
+    // ---------------------------------------------------------------- stopping the code when the lock is lost
+
+    /**
+     * Records that the backend reported {@code key} lost while held and runs the stop, if one is set and this is the
+     * call's first loss. Runs on the backend's reporting thread.
+     */
+    void leaseLost(String key, String reason) {
+        java.util.function.Consumer<LockLeaseLostException> toRun;
+        LockLeaseLostException loss;
+        synchronized (this) {
+            if (lost != null) {
+                return;
+            }
+            lost = new LockLeaseLostException(key, reason, null);
+            loss = lost;
+            toRun = stop;
+            stop = null;
+        }
+        if (toRun != null) {
+            toRun.accept(loss);
+        }
+    }
+
+    /**
+     * Sets what stops the code on the first loss; runs it at once (on this thread) when the loss came first. The stop
+     * runs at most once, and never after {@link #clearStop()}.
+     */
+    void onLeaseLost(java.util.function.Consumer<LockLeaseLostException> stop) {
+        LockLeaseLostException loss;
+        synchronized (this) {
+            loss = lost;
+            if (loss == null) {
+                this.stop = (this.stop == null) ? stop : this.stop.andThen(stop);
+                return;
+            }
+        }
+        stop.accept(loss);
+    }
+
+    /**
+     * Removes the stop, so that a loss reported from now on stops nothing. The thread that reports a loss runs the stop
+     * outside the monitor: a stop that must never run after this (an interrupt) synchronizes on its own.
+     */
+    void clearStop() {
+        synchronized (this) {
+            stop = null;
+        }
+    }
+
+    /** The first loss reported while held, or {@code null}. */
+    synchronized LockLeaseLostException lost() {
+        return lost;
+    }
+
     // ---------------------------------------------------------------- as the HeldLock of acquireAsync
 
     @Override
@@ -173,6 +231,11 @@ final class ActiveCall implements HeldLock {
             }
         }
         return false;
+    }
+
+    @Override
+    public void whenLost(java.util.function.Consumer<LockLeaseLostException> callback) {
+        onLeaseLost(java.util.Objects.requireNonNull(callback, "callback"));
     }
 
     /** Released once: later calls, from any thread, get the future of the first. */

@@ -70,8 +70,28 @@ final class AsyncCalls {
         }
         // Released when the action's own stage completes, and only then: cancelling the returned future does not
         // stop work already running (CompletableFuture.cancel never does), so it must not end the hold either
+        java.util.concurrent.atomic.AtomicReference<LockLeaseLostException> stopped = new java.util.concurrent.atomic.AtomicReference<>();
+        if (options.leaseLostPolicy() == LeaseLostPolicy.CANCEL) {
+            taken.onLeaseLost(loss -> {
+                stopped.set(loss);
+                if (stage instanceof java.util.concurrent.Future<?> future) {
+                    // CompletableFuture.cancel completes it at once: the release and the caller's failure follow
+                    future.cancel(true);
+                }
+                else {
+                    // a stage that cannot be cancelled: the caller learns at once, the lock is released with the stage
+                    result.completeExceptionally(new LockLeaseLostException(loss.getKey(), loss.getReason(), null));
+                }
+            });
+        }
         stage.whenComplete((value, failure) -> releaser.release(taken).whenComplete((ignored, never) -> {
-            if (failure != null) {
+            taken.clearStop();
+            LockLeaseLostException loss = stopped.get();
+            if (failure != null && loss != null) {
+                result.completeExceptionally(new LockLeaseLostException(loss.getKey(), loss.getReason(),
+                        LockReleaser.unwrap(failure)));
+            }
+            else if (failure != null) {
                 result.completeExceptionally(LockReleaser.unwrap(failure));
             }
             else {

@@ -62,20 +62,26 @@ final class BlockingCalls {
                 frames[i] = (reentered[i] != null) ? LockContext.enter(reentered[i])
                         : LockContext.enter(provider, taken, taken.indexOf(keys[i]));
             }
+            CodeInterrupt interrupt = null;
             if (taken != null) {
                 // inside the try: whatever happens from here on, the locks are released
                 acquirer.watch(taken);
+                if (taken.options.leaseLostPolicy() != LeaseLostPolicy.REPORT) {
+                    // CANCEL too: a blocking call's only means of cancelling is its thread's interrupt
+                    interrupt = new CodeInterrupt();
+                    taken.onLeaseLost(interrupt);
+                }
             }
             Observation observation = (taken != null) ? taken.observation : null;
             if (observation == null) {
-                return LockResult.of(callback.doInLock());
+                return runCode(callback, interrupt, taken);
             }
             // spans the guarded code opens on this thread become children of the lock's
             ObservationRegistry registry = taken.observationRegistry;
             Observation.Scope previous = registry.getCurrentObservationScope();
             Observation.Scope scope = LockNotifier.openScope(observation, registry, previous, keys);
             try {
-                return LockResult.of(callback.doInLock());
+                return runCode(callback, interrupt, taken);
             }
             finally {
                 LockNotifier.closeScope(scope, registry, previous, keys);
@@ -95,6 +101,37 @@ final class BlockingCalls {
                 }
             }
         }
+    }
+
+    /**
+     * Runs the code; with an interrupt armed, a code that ends with an exception after the interrupt was delivered
+     * ends the call with {@link LockLeaseLostException} (its cause that exception), and the interrupt never outlives
+     * the code.
+     */
+    private static <T, E extends Throwable> LockResult<T> runCode(LockCallback<T, E> callback, CodeInterrupt interrupt,
+            ActiveCall taken) throws E {
+        if (interrupt == null) {
+            return LockResult.of(callback.doInLock());
+        }
+        T value;
+        try {
+            value = callback.doInLock();
+        }
+        catch (Throwable ex) {
+            LockLeaseLostException stopped = stopEnded(interrupt, taken);
+            if (stopped != null) {
+                throw new LockLeaseLostException(stopped.getKey(), stopped.getReason(), ex);
+            }
+            throw ex;
+        }
+        // finished in spite of a stop: a lost lease never turns finished work into a failure (it is reported)
+        stopEnded(interrupt, taken);
+        return LockResult.of(value);
+    }
+
+    private static LockLeaseLostException stopEnded(CodeInterrupt interrupt, ActiveCall taken) {
+        taken.clearStop();
+        return interrupt.codeReturned();
     }
 
     /**

@@ -160,6 +160,11 @@ public class DefaultLockTemplate implements LockTemplate, LockActivity {
         Objects.requireNonNull(action, "action");
         String[] fullKeys = fullKeys(keys);
         checkSupported(options);
+        if (options.leaseLostPolicy() == LeaseLostPolicy.INTERRUPT) {
+            throw new IllegalArgumentException("executeAsync cannot use LeaseLostPolicy.INTERRUPT: the action's work "
+                    + "runs on threads the lock does not know once the action has returned; use CANCEL, which "
+                    + "cancels the stage the action returned");
+        }
         return asyncCalls.executeAsync(fullKeys, options, action);
     }
 
@@ -169,6 +174,11 @@ public class DefaultLockTemplate implements LockTemplate, LockActivity {
         try {
             fullKeys = fullKeys(keys);
             checkSupported(options);
+            if (options.leaseLostPolicy() != LeaseLostPolicy.REPORT) {
+                throw new IllegalArgumentException("acquireAsync cannot use LeaseLostPolicy."
+                        + options.leaseLostPolicy() + ": it runs no code of its own to stop; register "
+                        + "HeldLock.whenLost to stop your work when the lock is lost");
+            }
         }
         catch (RuntimeException ex) {
             return CompletableFuture.failedFuture(ex);

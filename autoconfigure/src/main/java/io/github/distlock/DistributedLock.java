@@ -150,4 +150,15 @@ public @interface DistributedLock {
      * such as {@code OrderService.placeOrder}.
      */
     String name() default "";
+
+    /**
+     * What to do to the running method when its lock is reported lost while it runs (see {@link LeaseLostPolicy}):
+     * {@code REPORT} (the default) only reports it; {@code INTERRUPT} interrupts the method's thread (methods returning
+     * a plain value only); {@code CANCEL} cancels the {@code CompletableFuture} or disposes the {@code Mono}/{@code Flux}
+     * subscription, and interrupts a method returning a plain value. {@code INTERRUPT} on an asynchronous method, and
+     * {@code CANCEL} on one declared to return {@code CompletionStage} (which need not be cancellable), fail the
+     * startup naming the method. A stopped method that ends with an exception fails with
+     * {@link LockLeaseLostException}.
+     */
+    LeaseLostPolicy onLeaseLost() default LeaseLostPolicy.REPORT;
 }

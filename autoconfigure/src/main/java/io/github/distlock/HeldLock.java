@@ -38,6 +38,17 @@ public interface HeldLock {
     }
 
     /**
+     * Registers code to run once, when the backend reports one of the keys lost while held (at once, on this thread,
+     * when that already happened; otherwise on the backend's reporting thread): how work that holds the lock across
+     * calls stops itself, as {@link LeaseLostPolicy#CANCEL} does for a {@code Mono} or {@code Flux}. Callbacks
+     * registered before the loss all run, in order; keep them short and non-blocking.
+     *
+     * @param callback receives the loss, naming the key and how it was found
+     */
+    default void whenLost(java.util.function.Consumer<LockLeaseLostException> callback) {
+    }
+
+    /**
      * Releases every key, by this owner only, once (later calls return the same future). Never completes
      * exceptionally: a failure to release is logged and reported to listeners, and the lock expires by itself. With
      * {@link LockOptions#holdAtLeast()} the release happens in the background once that time is over; the future

@@ -165,7 +165,15 @@ final class LockAcquirer {
         for (int i = 0; i < call.keys.length; i++) {
             String key = call.keys[i];
             notifier.notifyWaited(LockListener::onAcquired, key, call.start, null);
-            call.handles[i].whenLost(reason -> notifier.reportLostWhileHeld(key, acquiredAt, reason));
+            call.handles[i].whenLost(reason -> {
+                // the stop first: a slow listener must not delay it
+                try {
+                    call.leaseLost(key, reason);
+                }
+                finally {
+                    notifier.reportLostWhileHeld(key, acquiredAt, reason);
+                }
+            });
         }
     }
 

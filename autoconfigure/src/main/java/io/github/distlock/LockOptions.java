@@ -22,9 +22,11 @@ import org.jspecify.annotations.Nullable;
  * {@value #UNNAMED}. {@link DistributedLock} methods are named after their class and method.
  * @param permits how many callers may hold the key at once: {@code 1} (the default) is a lock; more is a semaphore
  * ("at most 3 report exports per tenant"), {@link LockType#REENTRANT} and unfenced only
+ * @param leaseLostPolicy what the call does to its running code when its lock is reported lost: see
+ * {@link LeaseLostPolicy}; {@code null} means {@link LeaseLostPolicy#REPORT}
  */
 public record LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced, LockType type,
-        @Nullable Duration holdAtLeast, String name, int permits) {
+        @Nullable Duration holdAtLeast, String name, int permits, LeaseLostPolicy leaseLostPolicy) {
 
     /** The {@link #name()} of a template call that names none. */
     public static final String UNNAMED = "template";
@@ -69,6 +71,13 @@ public record LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseT
         }
         holdAtLeast = (holdAtLeast != null && !holdAtLeast.isZero()) ? holdAtLeast : null;
         name = (name != null) ? name : UNNAMED;
+        leaseLostPolicy = (leaseLostPolicy != null) ? leaseLostPolicy : LeaseLostPolicy.REPORT;
+    }
+
+    /** Wait, lease, fencing, type, minimum hold, name and permits; the loss of the lock is only reported. */
+    public LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, boolean fenced,
+            @Nullable LockType type, @Nullable Duration holdAtLeast, @Nullable String name, int permits) {
+        this(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, LeaseLostPolicy.REPORT);
     }
 
     /** Wait, lease, fencing, type, minimum hold and name; one permit (a lock). */
@@ -95,27 +104,27 @@ public record LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseT
 
     /** These options with another wait time. */
     public LockOptions withWaitTime(@Nullable Duration waitTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /** These options with another lease time ({@link #WATCHDOG} for renewal). */
     public LockOptions withLeaseTime(@Nullable Duration leaseTime) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /** These options, fenced. */
     public LockOptions withFencing() {
-        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, true, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /** These options with another lock type. */
     public LockOptions withType(@Nullable LockType type) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /** These options with another {@link #name()}. */
     public LockOptions withName(@Nullable String name) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /**
@@ -123,11 +132,19 @@ public record LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseT
      * a semaphore of its own ({@code distlock_permits:{<key>}}), apart from the lock of the same key.
      */
     public LockOptions withPermits(int permits) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 
     /** These options with a minimum hold: see {@link #holdAtLeast()}. */
     public LockOptions withHoldAtLeast(@Nullable Duration holdAtLeast) {
-        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits);
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
+    }
+
+    /**
+     * These options with another {@link #leaseLostPolicy()}: {@link LeaseLostPolicy#INTERRUPT} or
+     * {@link LeaseLostPolicy#CANCEL} stop the call's code when its lock is reported lost.
+     */
+    public LockOptions withLeaseLostPolicy(@Nullable LeaseLostPolicy leaseLostPolicy) {
+        return new LockOptions(waitTime, leaseTime, fenced, type, holdAtLeast, name, permits, leaseLostPolicy);
     }
 }

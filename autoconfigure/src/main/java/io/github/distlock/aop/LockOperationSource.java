@@ -8,6 +8,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.DistributedLock;
+import io.github.distlock.LeaseLostPolicy;
 import io.github.distlock.LockOptions;
 import io.github.distlock.spi.LockDurations;
 import org.springframework.beans.factory.BeanFactory;
@@ -48,8 +49,10 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
                         annotation.timeUnit(), defaultWait),
                 time("leaseTime", annotation.leaseTime(), DistributedLock.DEFAULT, annotation.leaseTimeString(),
                         annotation.timeUnit(), defaultLease),
-                annotation.fenced(), annotation.type(), holdAtLeast, name, annotation.permits());
+                annotation.fenced(), annotation.type(), holdAtLeast, name, annotation.permits(),
+                annotation.onLeaseLost());
         LockOperation.Shape shape = shape(specific);
+        checkLeaseLostPolicy(annotation.onLeaseLost(), shape, specific);
         if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
             throw new InvalidAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "
                     + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
@@ -72,6 +75,20 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
         }
         return new LockOperation(specific, key, options, shape, annotation.skipIfLocked(), fallback,
                 fallbackTakesException);
+    }
+
+    /** Refuses a policy the method's result can't be stopped with. */
+    private static void checkLeaseLostPolicy(LeaseLostPolicy policy, LockOperation.Shape shape, Method method) {
+        if (policy == LeaseLostPolicy.INTERRUPT && shape != LockOperation.Shape.SYNC) {
+            throw new InvalidAnnotationException("onLeaseLost = INTERRUPT on a method returning "
+                    + method.getReturnType().getSimpleName() + ": its work runs on threads the lock does not know once "
+                    + "the method has returned, and interrupting the caller's thread would hit whatever it does next",
+                    "Use onLeaseLost = CANCEL, which cancels the returned future or disposes the subscription");
+        }
+        if (policy == LeaseLostPolicy.CANCEL && method.getReturnType() == java.util.concurrent.CompletionStage.class) {
+            throw new InvalidAnnotationException("onLeaseLost = CANCEL on a method declared to return CompletionStage, "
+                    + "which need not be cancellable", "Declare the method to return CompletableFuture");
+        }
     }
 
     /** How the method delivers its result; a result type whose end the lock can't observe fails the startup. */

@@ -72,13 +72,19 @@ final class ReactiveLocking {
 
         static Object lock(LockOperation operation, Collection<String> keys, LockTemplate template,
                 MethodInvocation invocation) {
-            reactor.core.publisher.Mono<HeldLock> acquire = acquire(template, keys, operation.options())
+            // the lock is held by no code of the template's here: a CANCEL is done below, on the method's publisher
+            boolean cancel = operation.options().leaseLostPolicy() == io.github.distlock.LeaseLostPolicy.CANCEL;
+            reactor.core.publisher.Mono<HeldLock> acquire = acquire(template, keys,
+                    operation.options().withLeaseLostPolicy(null))
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
             if (operation.shape() == LockOperation.Shape.MONO) {
                 // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
                 return reactor.core.publisher.Mono.usingWhen(acquire,
-                        held -> reactor.core.publisher.Mono.defer(
-                                () -> reactor.core.publisher.Mono.from(proceed(invocation))),
+                        held -> {
+                            reactor.core.publisher.Mono<Object> body = reactor.core.publisher.Mono.defer(
+                                    () -> reactor.core.publisher.Mono.from(proceed(invocation)));
+                            return cancel ? body.takeUntilOther(lost(held)) : body;
+                        },
                         held -> release(held),
                         (held, failure) -> release(held),
                         held -> release(held))
@@ -86,7 +92,10 @@ final class ReactiveLocking {
                                 .defer(() -> reactor.core.publisher.Mono.from(notAcquired(operation, invocation, notAcquired))));
             }
             return reactor.core.publisher.Flux.usingWhen(acquire,
-                    held -> reactor.core.publisher.Flux.defer(() -> proceed(invocation)),
+                    held -> {
+                        reactor.core.publisher.Flux<Object> body = reactor.core.publisher.Flux.defer(() -> proceed(invocation));
+                        return cancel ? body.takeUntilOther(lost(held)) : body;
+                    },
                     held -> release(held),
                     (held, failure) -> release(held),
                     held -> release(held))
@@ -158,6 +167,23 @@ final class ReactiveLocking {
             catch (Throwable ex) {
                 return reactor.core.publisher.Mono.error(ex);
             }
+        }
+
+        /**
+         * Fails with the loss of {@code held} when the backend reports it: {@code takeUntilOther} then cancels the
+         * method's subscription and hands the subscriber the {@link io.github.distlock.LockLeaseLostException}; a loss
+         * after the subscription ended is dropped quietly.
+         */
+        private static reactor.core.publisher.Mono<Object> lost(HeldLock held) {
+            return reactor.core.publisher.Mono.create(sink -> {
+                AtomicBoolean live = new AtomicBoolean(true);
+                sink.onDispose(() -> live.set(false));
+                held.whenLost(loss -> {
+                    if (live.get()) {
+                        sink.error(loss);
+                    }
+                });
+            });
         }
 
         private static reactor.core.publisher.Mono<Void> release(HeldLock held) {

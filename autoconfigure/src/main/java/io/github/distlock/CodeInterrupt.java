@@ -1,0 +1,38 @@
+package io.github.distlock;
+
+import java.util.function.Consumer;
+
+/**
+ * The stop of a blocking call whose {@link LeaseLostPolicy} is {@code INTERRUPT} (or {@code CANCEL}): interrupts the
+ * thread that runs the call's code, once, and never after the code returned. Created on that thread.
+ */
+final class CodeInterrupt implements Consumer<LockLeaseLostException> {
+
+    private final Thread thread = Thread.currentThread();
+    /** Under {@code this}: the interrupt and the end of the code exclude each other. */
+    private boolean running = true;
+    private LockLeaseLostException delivered;
+
+    @Override
+    public synchronized void accept(LockLeaseLostException loss) {
+        if (running && delivered == null) {
+            delivered = loss;
+            thread.interrupt();
+        }
+    }
+
+    /**
+     * Called on the code's thread when the code has returned or thrown: no interrupt comes after this, and one that
+     * came is taken back (the code may have finished without looking at it), so that it never reaches what the thread
+     * runs next.
+     *
+     * @return the loss that interrupted the code, or {@code null}
+     */
+    synchronized LockLeaseLostException codeReturned() {
+        running = false;
+        if (delivered != null) {
+            Thread.interrupted();
+        }
+        return delivered;
+    }
+}
