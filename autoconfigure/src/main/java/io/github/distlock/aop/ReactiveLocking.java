@@ -83,7 +83,7 @@ final class ReactiveLocking {
                         held -> {
                             reactor.core.publisher.Mono<Object> body = reactor.core.publisher.Mono.defer(
                                     () -> reactor.core.publisher.Mono.from(proceed(invocation)));
-                            return cancel ? body.takeUntilOther(lost(held)) : body;
+                            return cancel ? stopOnLoss(body.flux(), held).next() : body;
                         },
                         held -> release(held),
                         (held, failure) -> release(held),
@@ -94,7 +94,7 @@ final class ReactiveLocking {
             return reactor.core.publisher.Flux.usingWhen(acquire,
                     held -> {
                         reactor.core.publisher.Flux<Object> body = reactor.core.publisher.Flux.defer(() -> proceed(invocation));
-                        return cancel ? body.takeUntilOther(lost(held)) : body;
+                        return cancel ? stopOnLoss(body, held) : body;
                     },
                     held -> release(held),
                     (held, failure) -> release(held),
@@ -170,19 +170,31 @@ final class ReactiveLocking {
         }
 
         /**
-         * Fails with the loss of {@code held} when the backend reports it: {@code takeUntilOther} then cancels the
-         * method's subscription and hands the subscriber the {@link io.github.distlock.LockLeaseLostException}; a loss
-         * after the subscription ended is dropped quietly.
+         * {@code body}, until the backend reports {@code held} lost: then its subscription is cancelled and the
+         * subscriber gets the {@link io.github.distlock.LockLeaseLostException}. ({@code takeUntilOther} is fed a
+         * value, not the error: an error of the other publisher would reach the subscriber without cancelling the
+         * body.) A loss after the body ended changes nothing.
          */
-        private static reactor.core.publisher.Mono<Object> lost(HeldLock held) {
-            return reactor.core.publisher.Mono.create(sink -> {
-                AtomicBoolean live = new AtomicBoolean(true);
-                sink.onDispose(() -> live.set(false));
-                held.whenLost(loss -> {
-                    if (live.get()) {
-                        sink.error(loss);
-                    }
+        private static reactor.core.publisher.Flux<Object> stopOnLoss(reactor.core.publisher.Flux<Object> body,
+                HeldLock held) {
+            return reactor.core.publisher.Flux.defer(() -> {
+                java.util.concurrent.atomic.AtomicReference<io.github.distlock.LockLeaseLostException> stopped =
+                        new java.util.concurrent.atomic.AtomicReference<>();
+                reactor.core.publisher.Mono<Object> lost = reactor.core.publisher.Mono.create(sink -> {
+                    AtomicBoolean live = new AtomicBoolean(true);
+                    sink.onDispose(() -> live.set(false));
+                    held.whenLost(loss -> {
+                        if (live.get()) {
+                            stopped.set(loss);
+                            sink.success(loss);
+                        }
+                    });
                 });
+                return body.takeUntilOther(lost).concatWith(reactor.core.publisher.Mono.defer(() -> {
+                    io.github.distlock.LockLeaseLostException loss = stopped.get();
+                    return (loss != null) ? reactor.core.publisher.Mono.error(new io.github.distlock.LockLeaseLostException(
+                            loss.getKey(), loss.getReason(), null)) : reactor.core.publisher.Mono.empty();
+                }));
             });
         }
 
