@@ -78,11 +78,12 @@ class LeaseLostPolicyTest {
     }
 
     @Test
-    void codeThatFinishesInSpiteOfTheInterruptKeepsItsResultAndTheNextTaskOnItsThreadIsNotInterrupted()
+    void codeThatFinishesInSpiteOfTheInterruptKeepsItsResultAndWhatItsThreadRunsNextIsNotInterrupted()
             throws Exception {
         AtomicBoolean sawInterrupt = new AtomicBoolean();
         CountDownLatch running = new CountDownLatch(1);
-        Future<Object> call = pool.submit(() -> template.execute("job", interrupt, () -> {
+        // the task's own next step, not the pool's next task: ThreadPoolExecutor clears interrupts between tasks
+        Future<String> call = pool.submit(() -> template.execute("job", interrupt, () -> {
             running.countDown();
             // code that never blocks, and only notices its interrupt status
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
@@ -91,14 +92,12 @@ class LeaseLostPolicyTest {
             }
             sawInterrupt.set(Thread.currentThread().isInterrupted());
             return "done";
-        }));
+        }) + ", interrupted afterwards: " + Thread.currentThread().isInterrupted());
         assertThat(running.await(5, TimeUnit.SECONDS)).isTrue();
         locks.onKey("lock:job").loseLease();
 
-        assertThat(call.get(5, TimeUnit.SECONDS)).isEqualTo("done");
+        assertThat(call.get(5, TimeUnit.SECONDS)).isEqualTo("done, interrupted afterwards: false");
         assertThat(sawInterrupt).isTrue();
-        assertThat(pool.submit(() -> Thread.currentThread().isInterrupted()).get())
-                .as("the interrupt was taken back when the code returned").isFalse();
     }
 
     @Test
