@@ -20,6 +20,7 @@ import io.github.distlock.testsupport.RedisServerExtension;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -193,8 +194,13 @@ class CacheEntryLoadedOnceAcrossInstancesTest {
             Thread loader = Thread.currentThread();
             // a load that lasts until another load has begun (the other instance found nothing) or every other
             // caller is parked waiting for this one: the window in which a second load would show
-            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).until(
-                    () -> Long.parseLong(redis.opsForValue().get(LOADS)) > 1 || othersParked(loader));
+            try {
+                await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10)).until(
+                        () -> Long.parseLong(redis.opsForValue().get(LOADS)) > 1 || othersParked(loader));
+            }
+            catch (ConditionTimeoutException stillRunning) {
+                // a window, not a requirement: the count of loads is what the test asserts
+            }
             return "product " + id + " loaded by " + instance;
         }
 
