@@ -33,6 +33,9 @@ import org.springframework.cache.Cache;
  * when the lock backend is unreachable the caller fails with {@link io.github.distlock.LockBackendException}. Both
  * reach the caller of a {@code @Cacheable} method as they are (they travel in a
  * {@link Cache.ValueRetrievalException}, which Spring unwraps without consulting its {@code CacheErrorHandler}).
+ * On the asynchronous path the returned future fails with them instead; Spring hands such a failure to the
+ * {@code CacheErrorHandler}, and one that swallows it (rather than rethrow, as Spring's default does) makes Spring call
+ * a {@code CompletableFuture} or reactive method itself, without the lock.
  * The lock is renewed by the watchdog while the loader runs, so a slow load keeps it, and a dead loader's lock expires
  * after {@code distlock.watchdog-timeout}.
  *

@@ -21,8 +21,11 @@ import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfigurat
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.cache.CacheManager;
 import org.springframework.cache.annotation.Cacheable;
+import org.springframework.cache.annotation.CachingConfigurer;
 import org.springframework.cache.annotation.EnableCaching;
 import org.springframework.cache.concurrent.ConcurrentMapCacheManager;
+import org.springframework.cache.interceptor.CacheErrorHandler;
+import org.springframework.cache.interceptor.LoggingCacheErrorHandler;
 import org.springframework.cache.support.NoOpCacheManager;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -119,7 +122,7 @@ class SingleFlightCachesTest {
     }
 
     @Test
-    void aLockBackendThatIsDownFailsTheCallWithoutLoading() throws Exception {
+    void aLockBackendThatIsDownFailsTheCallWithoutLoadingEvenWhereCacheErrorsAreTolerated() throws Exception {
         int port;
         try (ServerSocket socket = new ServerSocket(0)) {
             port = socket.getLocalPort();
@@ -128,6 +131,13 @@ class SingleFlightCachesTest {
                 .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
                         DistlockRedissonAutoConfiguration.class, DistlockAutoConfiguration.class))
                 .withUserConfiguration(Shop.class)
+                // an application that tolerates cache errors: Spring calls the method itself after one
+                .withBean(CachingConfigurer.class, () -> new CachingConfigurer() {
+                    @Override
+                    public CacheErrorHandler errorHandler() {
+                        return new LoggingCacheErrorHandler();
+                    }
+                })
                 .withPropertyValues("distlock.cache.single-flight.enabled=true", "spring.data.redis.host=127.0.0.1",
                         "spring.data.redis.port=" + port, "distlock.redis.retry-attempts=0",
                         "distlock.redis.retry-delay=10ms")
