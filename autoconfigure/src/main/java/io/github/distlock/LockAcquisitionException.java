@@ -21,6 +21,19 @@ public class LockAcquisitionException extends DistributedLockException {
         this.waitTime = waitTime;
     }
 
+    /**
+     * For subclasses that say more about what was waited for.
+     *
+     * @param key the full key of the lock
+     * @param waitTime how long the caller was willing to wait
+     * @param message the whole message
+     * @param cause the interruption that ended the wait, or {@code null}
+     */
+    protected LockAcquisitionException(String key, Duration waitTime, String message, @Nullable Throwable cause) {
+        super(key, message, cause);
+        this.waitTime = waitTime;
+    }
+
     /** How long the caller was willing to wait. */
     public Duration getWaitTime() {
         return waitTime;

@@ -135,8 +135,12 @@ public interface LockTemplate {
      * Closes the lock key {@code key} on every instance: callers waiting for it now, and callers asking for it until
      * {@link #reopenKey} is called, fail at once with {@link LockKeyClosedException} (carrying {@code reason}); the
      * current holder keeps its lock until it releases it. For the end of a sale: the buyers still queued on a product's
-     * lock get their answer at once. Supported for {@link LockType#FAIR} locks on Redis (and by the in-memory provider
-     * of distlock-test); other backends throw {@link UnsupportedOperationException}.
+     * lock get their answer at once. Every backend closes keys: on JDBC, ZooKeeper and etcd (and in the in-memory
+     * provider of distlock-test) the close concerns every lock type of the key; on Redis it concerns
+     * {@link LockType#FAIR} locks and permits only ({@link LockType#REENTRANT} and read/write callers of the key are
+     * not refused), so on Redis close only keys locked as {@code FAIR} or with permits. How soon waiters on other
+     * instances hear of it depends on the backend (docs/operations.md, "On each backend"). A third party's
+     * {@link io.github.distlock.spi.LockProvider} that cannot close keys throws {@link UnsupportedOperationException}.
      *
      * @param key the key as given to {@code execute} (the prefix is added)
      * @param reason what the waiters are told, such as "sold out"

@@ -8,6 +8,7 @@ import io.github.distlock.DistlockConfigurationException;
 import io.github.distlock.LockListener;
 import io.github.distlock.LockTemplate;
 import io.github.distlock.aop.DistributedLockAdvisor;
+import io.github.distlock.cache.SingleFlightCacheManagerPostProcessor;
 import io.github.distlock.aop.DistributedLockInterceptor;
 import io.github.distlock.aop.DistributedLockMethodValidator;
 import io.github.distlock.aop.LockOperationSource;
@@ -132,6 +133,21 @@ public final class DistlockAutoConfiguration {
         // read from the environment, not DistlockProperties: advisors are created before properties beans are bound
         int order = Binder.get(environment).bind("distlock.order", Integer.class).orElse(DistlockProperties.DEFAULT_ORDER);
         return new DistributedLockAdvisor(interceptor, order);
+    }
+
+    /**
+     * Single-flight caches: every {@code CacheManager} bean loads a missing entry under the entry's lock. The wait is
+     * bound here, from the environment (a post-processor comes before the properties bean), and checked at startup.
+     */
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    @ConditionalOnProperty(prefix = "distlock.cache.single-flight", name = "enabled", havingValue = "true")
+    static SingleFlightCacheManagerPostProcessor distlockSingleFlightCaches(ObjectProvider<LockTemplate> lockTemplate,
+            Environment environment) {
+        DistlockProperties.SingleFlight settings = Binder.get(environment)
+                .bind("distlock.cache.single-flight", DistlockProperties.SingleFlight.class)
+                .orElseGet(DistlockProperties.SingleFlight::new);
+        return new SingleFlightCacheManagerPostProcessor(lockTemplate, settings.getWaitTime());
     }
 
     @Bean

@@ -74,6 +74,9 @@ public class DistlockProperties {
     /** Settings of the health indicator 'distlock'. */
     private final Health health = new Health();
 
+    /** Settings of the application's caches. */
+    private final Cache cache = new Cache();
+
     public boolean isEnabled() {
         return enabled;
     }
@@ -158,6 +161,10 @@ public class DistlockProperties {
         return health;
     }
 
+    public Cache getCache() {
+        return cache;
+    }
+
     public int getOrder() {
         return order;
     }
@@ -212,6 +219,58 @@ public class DistlockProperties {
         public void setRecentLeaseLosses(Duration recentLeaseLosses) {
             this.recentLeaseLosses = LockDurations.checkedPositive("distlock.health.recent-lease-losses",
                     recentLeaseLosses);
+        }
+    }
+
+    /** Settings of the application's caches (Spring's cache abstraction). */
+    public static class Cache {
+
+        /** Loading each missing cache entry once across instances. */
+        private final SingleFlight singleFlight = new SingleFlight();
+
+        public SingleFlight getSingleFlight() {
+            return singleFlight;
+        }
+    }
+
+    /** Loading each missing cache entry once across instances, under the entry's distributed lock. */
+    public static class SingleFlight {
+
+        /** The default of {@code distlock.cache.single-flight.wait-time}. */
+        public static final Duration DEFAULT_WAIT_TIME = Duration.ofSeconds(10);
+
+        /**
+         * Whether every CacheManager bean's caches load a missing entry under the entry's distributed lock, so that
+         * a @Cacheable(sync = true) method runs once per missing entry across all instances; the others wait and read
+         * what it stored. With a cache each instance keeps for itself (Caffeine, ConcurrentMap) each instance still
+         * loads its own copy, one at a time across instances.
+         */
+        private boolean enabled = false;
+
+        /**
+         * How long a caller waits for another caller (on any instance) that is loading the same entry, before it
+         * fails with CacheLoadTimeoutException naming the cache and the key. Make it longer than the slowest load.
+         */
+        private Duration waitTime = DEFAULT_WAIT_TIME;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getWaitTime() {
+            return waitTime;
+        }
+
+        /**
+         * @throws IllegalArgumentException naming the property when null, zero, negative or below 1 ms: waiting is
+         * what lets a caller read the entry another caller loads
+         */
+        public void setWaitTime(Duration waitTime) {
+            this.waitTime = LockDurations.checkedPositive("distlock.cache.single-flight.wait-time", waitTime);
         }
     }
 }

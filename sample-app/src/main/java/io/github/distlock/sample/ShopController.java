@@ -28,13 +28,15 @@ public class ShopController {
     private final IdempotentOrderService idempotentOrders;
     private final UnsafeOrderService unsafeOrders;
     private final ProductService products;
+    private final ProductCatalog catalog;
 
     ShopController(OrderService orders, IdempotentOrderService idempotentOrders, UnsafeOrderService unsafeOrders,
-            ProductService products) {
+            ProductService products, ProductCatalog catalog) {
         this.orders = orders;
         this.idempotentOrders = idempotentOrders;
         this.unsafeOrders = unsafeOrders;
         this.products = products;
+        this.catalog = catalog;
     }
 
     /**
@@ -82,6 +84,12 @@ public class ShopController {
     @GetMapping("/products/{id}")
     public ProductView product(@PathVariable long id) {
         return products.get(id);
+    }
+
+    /** What a product is, from the shared cache: loaded from the database once per missing entry, on one instance. */
+    @GetMapping("/products/{id}/details")
+    public ProductDetails productDetails(@PathVariable long id) {
+        return catalog.details(id);
     }
 
     /** Adds stock, under the product lock taken through the {@link io.github.distlock.LockTemplate}. */

@@ -1,11 +1,21 @@
 package io.github.distlock.sample;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.cache.SingleFlightCache;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.cache.CacheManager;
+import org.springframework.data.redis.cache.RedisCacheManager;
+import org.springframework.data.redis.core.StringRedisTemplate;
 import tools.jackson.databind.JsonNode;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -178,6 +188,38 @@ class ShopApiTest {
         Map<String, String> errors = new java.util.TreeMap<>();
         response.json().path("errors").properties().forEach(e -> errors.put(e.getKey(), e.getValue().asString()));
         return errors;
+    }
+
+    @Test
+    void productDetailsAreCachedInRedisAndLoadedOnceWhileCallersWaitForTheLoad() throws Exception {
+        assertThat(app.context().getBean(CacheManager.class)).isInstanceOf(RedisCacheManager.class);
+        assertThat(app.context().getBean(CacheManager.class).getCache(ProductCacheConfiguration.PRODUCT_DETAILS))
+                .isInstanceOf(SingleFlightCache.class);
+        long productId = newProduct(5);
+        ProductCatalog catalog = app.context().getBean(ProductCatalog.class);
+        long loadsBefore = catalog.loads();
+
+        List<CompletableFuture<ShopClient.Response>> visits = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(10);
+        try {
+            for (int i = 0; i < 10; i++) {
+                visits.add(CompletableFuture.supplyAsync(
+                        () -> client.get(app.baseUrl() + "/api/products/" + productId + "/details"), pool));
+            }
+            for (CompletableFuture<ShopClient.Response> visit : visits) {
+                ShopClient.Response details = visit.get(30, TimeUnit.SECONDS);
+                assertThat(details.status()).isEqualTo(200);
+                assertThat(details.json().path("name").asString()).isEqualTo("test item");
+            }
+        }
+        finally {
+            pool.shutdownNow();
+        }
+
+        assertThat(catalog.loads() - loadsBefore).as("database reads of the details").isEqualTo(1);
+        assertThat(app.context().getBean(StringRedisTemplate.class)
+                .hasKey(ProductCacheConfiguration.PRODUCT_DETAILS + "::" + productId)).as("the entry in Redis").isTrue();
+        assertThat(client.get(app.baseUrl() + "/api/products/987654321/details").status()).isEqualTo(404);
     }
 
     private static long newProduct(int stock) {
