@@ -73,6 +73,10 @@ final class AsyncCalls {
         java.util.concurrent.atomic.AtomicReference<LockLeaseLostException> stopped = new java.util.concurrent.atomic.AtomicReference<>();
         if (options.leaseLostPolicy() == LeaseLostPolicy.CANCEL) {
             taken.onLeaseLost(loss -> {
+                if (stage instanceof java.util.concurrent.Future<?> done && done.isDone()) {
+                    // the work ended before the loss: nothing to stop, and its own outcome stands
+                    return;
+                }
                 stopped.set(loss);
                 if (stage instanceof java.util.concurrent.Future<?> future) {
                     // CompletableFuture.cancel completes it at once: the release and the caller's failure follow

@@ -11,6 +11,10 @@ package io.github.distlock;
  * code was stopped and then ended with an exception fails with {@link LockLeaseLostException} naming the key, the
  * code's own exception as its cause; code that finishes normally in spite of the stop keeps its result (a lost lease
  * never turns finished work into a failure).
+ *
+ * <p>{@link LockTemplate#acquireAsync} runs no code of its own, so it accepts {@code REPORT} only; code that holds a
+ * {@link HeldLock} stops itself through {@link HeldLock#whenLost}. A nested call that re-enters a lock its thread
+ * holds is stopped by the outer call's policy (it took the lock).
  */
 public enum LeaseLostPolicy {
 
