@@ -52,6 +52,12 @@ final class CoroutineLocking {
                     + "follow the coroutine, and the lock would be released at its first suspension",
                     "Add the dependency org.jetbrains.kotlinx:kotlinx-coroutines-reactor");
         }
+        if (suspending && !KotlinDetector.isKotlinReflectPresent()) {
+            // Spring runs a suspend function through Kotlin reflection (CoroutinesUtils): without it every call fails
+            throw new InvalidAnnotationException("the method is a suspend function, but kotlin-reflect is not on the "
+                    + "class path: Spring's AOP calls suspend functions through it",
+                    "Add the dependency org.jetbrains.kotlin:kotlin-reflect");
+        }
         if (!suspending) {
             return LockOperation.Shape.FLOW;
         }
