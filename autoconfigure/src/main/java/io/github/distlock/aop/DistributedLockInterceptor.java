@@ -44,6 +44,7 @@ public class DistributedLockInterceptor extends AbstractOperationInterceptor<Loc
             case SYNC -> sync(operation, key, template, invocation);
             case STAGE -> stage(operation, key, template, invocation);
             case MONO, FLUX -> ReactiveLocking.lock(operation, keys(key), template, invocation);
+            case FLOW -> CoroutineLocking.toFlow(ReactiveLocking.lock(operation, keys(key), template, invocation));
         };
     }
 

@@ -31,7 +31,9 @@ record LockOperation(Method method, LockKeyExpression key, LockOptions options, 
         /** Returns a {@code Mono}: held from subscription until it terminates or is cancelled. */
         MONO,
         /** Returns a {@code Flux}: likewise. */
-        FLUX
+        FLUX,
+        /** Returns a Kotlin {@code Flow}: held like a {@code Flux}, from collection until it ends. */
+        FLOW
     }
 
     /** Evaluates the key (without prefix) for one call: a {@code String} or a {@code List<String>}. */
@@ -57,6 +59,14 @@ record LockOperation(Method method, LockKeyExpression key, LockOptions options, 
             fallbackArgs = java.util.Arrays.copyOf(args, args.length + 1);
             fallbackArgs[args.length] = cause;
         }
+        if (CoroutineLocking.isSuspending(fallback)) {
+            if (fallbackTakesException) {
+                // a suspend function's continuation stays last: the exception goes before it
+                fallbackArgs[args.length] = args[args.length - 1];
+                fallbackArgs[args.length - 1] = cause;
+            }
+            return CoroutineLocking.invokeSuspending(fallback, target, fallbackArgs);
+        }
         try {
             return fallback.invoke(target, fallbackArgs);
         }
@@ -74,6 +84,7 @@ record LockOperation(Method method, LockKeyExpression key, LockOptions options, 
         return switch (shape) {
             case STAGE -> CompletableFuture.completedFuture(null);
             case MONO, FLUX -> ReactiveLocking.empty(shape);
+            case FLOW -> ReactiveLocking.empty(LockOperation.Shape.FLUX);
             case SYNC -> null;
         };
     }

@@ -53,8 +53,9 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
                 annotation.onLeaseLost());
         LockOperation.Shape shape = shape(specific);
         checkLeaseLostPolicy(annotation.onLeaseLost(), shape, specific);
-        if (annotation.fenced() && (shape == LockOperation.Shape.MONO || shape == LockOperation.Shape.FLUX)) {
-            throw new InvalidAnnotationException("fenced = true is not supported on a " + shape + " method: reactive code "
+        if (annotation.fenced() && shape != LockOperation.Shape.SYNC && shape != LockOperation.Shape.STAGE) {
+            throw new InvalidAnnotationException("fenced = true is not supported on a "
+                    + (CoroutineLocking.isSuspending(specific) ? "suspend" : shape) + " method: reactive code "
                     + "cannot read LockContext's thread-bound token; use LockTemplate.acquireAsync and "
                     + "HeldLock.fencingToken()", "Remove fenced = true, or lock with LockTemplate.acquireAsync and pass HeldLock.fencingToken() on");
         }
@@ -80,8 +81,9 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
     /** Refuses a policy the method's result can't be stopped with. */
     private static void checkLeaseLostPolicy(LeaseLostPolicy policy, LockOperation.Shape shape, Method method) {
         if (policy == LeaseLostPolicy.INTERRUPT && shape != LockOperation.Shape.SYNC) {
-            throw new InvalidAnnotationException("onLeaseLost = INTERRUPT on a method returning "
-                    + method.getReturnType().getSimpleName() + ": its work runs on threads the lock does not know once "
+            throw new InvalidAnnotationException("onLeaseLost = INTERRUPT on a "
+                    + (CoroutineLocking.isSuspending(method) ? "suspend function"
+                            : "method returning " + method.getReturnType().getSimpleName()) + ": its work runs on threads the lock does not know once "
                     + "the method has returned, and interrupting the caller's thread would hit whatever it does next",
                     "Use onLeaseLost = CANCEL, which cancels the returned future or disposes the subscription");
         }
@@ -93,6 +95,10 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
 
     /** How the method delivers its result; a result type whose end the lock can't observe fails the startup. */
     private static LockOperation.Shape shape(Method method) {
+        LockOperation.Shape coroutine = CoroutineLocking.shape(method);
+        if (coroutine != null) {
+            return coroutine;
+        }
         Class<?> type = method.getReturnType();
         if (type == CompletionStage.class || type == CompletableFuture.class) {
             return LockOperation.Shape.STAGE;
@@ -118,6 +124,11 @@ public class LockOperationSource extends AbstractOperationSource<DistributedLock
         Class<?>[] parameters = method.getParameterTypes();
         Class<?>[] withException = java.util.Arrays.copyOf(parameters, parameters.length + 1);
         withException[parameters.length] = io.github.distlock.LockAcquisitionException.class;
+        if (CoroutineLocking.isSuspending(method)) {
+            // a suspend fallback's continuation is its last parameter: the exception comes before it
+            withException[parameters.length] = parameters[parameters.length - 1];
+            withException[parameters.length - 1] = io.github.distlock.LockAcquisitionException.class;
+        }
         Method fallback = ReflectionUtils.findMethod(owner, name, parameters);
         if (fallback == null) {
             fallback = ReflectionUtils.findMethod(owner, name, withException);

@@ -74,31 +74,33 @@ final class ReactiveLocking {
                 MethodInvocation invocation) {
             // the lock is held by no code of the template's here: a CANCEL is done below, on the method's publisher
             boolean cancel = operation.options().leaseLostPolicy() == io.github.distlock.LeaseLostPolicy.CANCEL;
-            reactor.core.publisher.Mono<HeldLock> acquire = acquire(template, keys,
+            reactor.core.publisher.Mono<Hold> acquire = acquire(template, keys,
                     operation.options().withLeaseLostPolicy(null))
+                    .map(held -> new Hold(held, CoroutineLocking.watch(operation)))
                     .onErrorMap(LockAcquisitionException.class, NotAcquired::new);
             if (operation.shape() == LockOperation.Shape.MONO) {
                 // Mono.usingWhen emits the value once the release has completed: whoever sees it sees the lock free
                 return reactor.core.publisher.Mono.usingWhen(acquire,
                         held -> {
                             reactor.core.publisher.Mono<Object> body = reactor.core.publisher.Mono.defer(
-                                    () -> reactor.core.publisher.Mono.from(proceed(invocation)));
-                            return cancel ? stopOnLoss(body.flux(), held).next() : body;
+                                    () -> reactor.core.publisher.Mono.from(proceed(invocation, held.body())));
+                            return cancel ? stopOnLoss(body.flux(), held.lock()).next() : body;
                         },
-                        held -> release(held),
-                        (held, failure) -> release(held),
-                        held -> release(held))
+                        held -> release(held.lock()),
+                        (held, failure) -> release(held.lock()),
+                        held -> releaseWhenStopped(held))
                         .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Mono
                                 .defer(() -> reactor.core.publisher.Mono.from(notAcquired(operation, invocation, notAcquired))));
             }
             return reactor.core.publisher.Flux.usingWhen(acquire,
                     held -> {
-                        reactor.core.publisher.Flux<Object> body = reactor.core.publisher.Flux.defer(() -> proceed(invocation));
-                        return cancel ? stopOnLoss(body, held) : body;
+                        reactor.core.publisher.Flux<Object> body = reactor.core.publisher.Flux.defer(
+                                () -> proceed(invocation, held.body()));
+                        return cancel ? stopOnLoss(body, held.lock()) : body;
                     },
-                    held -> release(held),
-                    (held, failure) -> release(held),
-                    held -> release(held))
+                    held -> release(held.lock()),
+                    (held, failure) -> release(held.lock()),
+                    held -> releaseWhenStopped(held))
                     .onErrorResume(NotAcquired.class, notAcquired -> reactor.core.publisher.Flux
                             .defer(() -> notAcquired(operation, invocation, notAcquired)));
         }
@@ -145,7 +147,7 @@ final class ReactiveLocking {
             try {
                 Object fallback = operation.notAcquired(invocation.getThis(), invocation.getArguments(),
                         (LockAcquisitionException) notAcquired.getCause());
-                return (fallback != null) ? (org.reactivestreams.Publisher<Object>) fallback
+                return (fallback != null) ? (org.reactivestreams.Publisher<Object>) CoroutineLocking.toPublisher(fallback)
                         : reactor.core.publisher.Mono.empty();
             }
             catch (Throwable ex) {
@@ -154,13 +156,16 @@ final class ReactiveLocking {
         }
 
         @SuppressWarnings("unchecked")
-        private static org.reactivestreams.Publisher<Object> proceed(MethodInvocation invocation) {
+        private static org.reactivestreams.Publisher<Object> proceed(MethodInvocation invocation,
+                CoroutineLocking.Watch body) {
             try {
                 // a fresh invocation per subscription: a retry or a second subscriber runs the interceptors inside this
                 // one (transactions, security) again instead of skipping them
                 MethodInvocation call = (invocation instanceof org.springframework.aop.ProxyMethodInvocation proxied)
-                        ? proxied.invocableClone() : invocation;
-                Object publisher = call.proceed();
+                        ? ((body != null) ? proxied.invocableClone(body.arguments(invocation.getArguments()))
+                                : proxied.invocableClone())
+                        : invocation;
+                Object publisher = CoroutineLocking.toPublisher(call.proceed());
                 return (publisher != null) ? (org.reactivestreams.Publisher<Object>) publisher
                         : reactor.core.publisher.Mono.empty();
             }
@@ -201,6 +206,19 @@ final class ReactiveLocking {
         private static reactor.core.publisher.Mono<Void> release(HeldLock held) {
             return reactor.core.publisher.Mono.fromFuture(held::releaseAsync, true);
         }
+
+        /** On cancellation: at once, or for a suspend function once its coroutine has stopped working. */
+        private static reactor.core.publisher.Mono<Void> releaseWhenStopped(Hold held) {
+            return (held.body() == null) ? release(held.lock()) : reactor.core.publisher.Mono.fromFuture(
+                    () -> held.body().stopped().thenCompose(stopped -> held.lock().releaseAsync()), true);
+        }
+    }
+
+    /**
+     * The resource of {@code usingWhen}: the lock, and for a suspend function the watch on the coroutine that runs
+     * the body (whose work may go on for a while after a cancellation).
+     */
+    private record Hold(HeldLock lock, CoroutineLocking.Watch body) {
     }
 
     /** Marks a failure of the acquisition itself, so that one raised by the method's own publisher is never mistaken for it. */
