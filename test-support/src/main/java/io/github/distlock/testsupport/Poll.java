@@ -21,7 +21,8 @@ final class Poll {
      * Asks {@code probe} until it returns a value, and returns that value.
      *
      * <p>A probe that throws counts as "not yet" (a server that is still starting refuses connections, a node that is
-     * still joining answers errors); the last such failure is attached to the timeout exception.
+     * still joining answers errors); the last such failure is attached to the timeout exception. A {@link GiveUp}
+     * ends the wait at once (a server whose process exited will not come up by being asked again).
      *
      * @param timeout how long to keep asking
      * @param what what is awaited, for the timeout message
@@ -39,6 +40,9 @@ final class Poll {
                     return value.get();
                 }
                 lastFailure = null;
+            }
+            catch (GiveUp ex) {
+                throw ex;
             }
             catch (RuntimeException ex) {
                 lastFailure = ex;
@@ -64,5 +68,13 @@ final class Poll {
      */
     static void untilTrue(Duration timeout, Supplier<String> what, Supplier<Boolean> condition) {
         until(timeout, what, () -> condition.get() ? Optional.of(Boolean.TRUE) : Optional.empty());
+    }
+
+    /** Thrown by a probe when waiting longer is pointless; {@link #until} rethrows it at once. */
+    static class GiveUp extends RuntimeException {
+
+        GiveUp(String message) {
+            super(message);
+        }
     }
 }

@@ -53,6 +53,25 @@ final class Ports {
         throw new IllegalStateException("No free loopback port pair (port, port + 10000) below " + highest);
     }
 
+    /**
+     * A free port below the kernel's ephemeral range, for a server that is killed and started again on the same port:
+     * while it is down, a port of the ephemeral range may be handed to an outgoing connection (a client reconnecting
+     * to it, say) and the restart could not bind it.
+     */
+    static int freeRestartablePort() {
+        int highest = ephemeralRangeStart() - 1;
+        if (highest < LOWEST + 1_000) {
+            return freePort();
+        }
+        for (int attempt = 0; attempt < 100; attempt++) {
+            int port = ThreadLocalRandom.current().nextInt(LOWEST, highest + 1);
+            if (isFree(port)) {
+                return port;
+            }
+        }
+        throw new IllegalStateException("No free loopback port below " + highest);
+    }
+
     private static boolean isFree(int port) {
         try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getByName(HOST))) {
             return true;
