@@ -43,7 +43,8 @@ import org.springframework.core.env.Environment;
 
 /**
  * One client JVM of a chaos run: an application on distlock (the backend its properties choose) whose threads run the
- * lock-set workload until a {@code STOP} line arrives on standard input. One operation: pick a key, take its lock (fenced
+ * lock-set workload from a {@code GO} line on standard input (it prints {@code READY} when it can start: a spare
+ * client waits there) until a {@code STOP} line. One operation: pick a key, take its lock (fenced
  * for keys named {@code f<n>}, not for {@code u<n>}), read the key's set from the {@link SetStore} (with the token when
  * fenced), pause a random 0 to {@code chaos.hold-max-ms} ms, write the set back with the operation's own element added,
  * release. Every step is appended to this client's history file and flushed at once, so a SIGKILL loses nothing that
@@ -80,7 +81,14 @@ public class ChaosClientMain {
         LockTemplate locks = context.getBean(LockTemplate.class);
         System.out.println("READY");
         System.out.flush();
-        Thread stopper = new Thread(ChaosClientMain::awaitStop, "chaos-stop");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String go = in.readLine();
+        if (!"GO".equals(go)) {
+            // a spare that was never needed
+            context.close();
+            System.exit(0);
+        }
+        Thread stopper = new Thread(() -> awaitStop(in), "chaos-stop");
         stopper.setDaemon(true);
         stopper.start();
         List<Thread> workers = new ArrayList<>();
@@ -164,9 +172,8 @@ public class ChaosClientMain {
         }
     }
 
-    private static void awaitStop() {
+    private static void awaitStop(BufferedReader in) {
         try {
-            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
             while ((line = in.readLine()) != null && !"STOP".equals(line.trim())) {
                 // only STOP means something

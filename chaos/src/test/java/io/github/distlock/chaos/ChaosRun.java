@@ -20,6 +20,8 @@ import java.util.stream.Collectors;
 import io.github.distlock.chaos.Checker.Verdict;
 import io.github.distlock.chaos.Topology.ServerFault;
 
+import static org.awaitility.Awaitility.await;
+
 /**
  * One chaos run of a topology: three client JVMs run the lock-set workload while faults, drawn from a seeded schedule,
  * come and go, several at once; then the faults heal, the clients run on calmly for a while, stop, and the
@@ -56,6 +58,7 @@ final class ChaosRun {
     private final Map<String, Integer> applied = new LinkedHashMap<>();
     private final List<String> errors = Collections.synchronizedList(new ArrayList<>());
     private volatile boolean serverFaulted;
+    private ClientProcess spare;
     private PrintWriter faults;
     private SetStore store;
 
@@ -102,11 +105,16 @@ final class ChaosRun {
             for (int i = 0; i < CLIENTS; i++) {
                 first.add(startClient());
             }
+            spare = startClient();
             for (ClientProcess client : first) {
                 client.awaitReady(Duration.ofSeconds(90));
             }
+            first.forEach(ClientProcess::go);
             clients.addAll(first);
-            log("# clients ready " + now());
+            // faults start once the workload runs: a fault in the clients' first seconds finds nobody holding
+            await("the workload's first writes").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+                    .until(() -> store.acceptedWrites().size() >= 20);
+            log("# workload running " + now());
             List<Thread> running = new ArrayList<>();
             long end = System.nanoTime() + faultPhase.toNanos();
             // about seven of each kind over the phase, at least one fault every 4 s
@@ -164,6 +172,9 @@ final class ChaosRun {
             for (ClientProcess client : new ArrayList<>(clients)) {
                 client.close();
             }
+            if (spare != null) {
+                spare.close();
+            }
         }
     }
 
@@ -213,8 +224,8 @@ final class ChaosRun {
                     log("KILLED " + client.id() + " " + now());
                     clients.remove(client);
                     client.close();
-                    ClientProcess replacement = startClient();
-                    replacement.awaitReady(Duration.ofSeconds(90));
+                    ClientProcess replacement = takeSpare();
+                    replacement.go();
                     clients.add(replacement);
                 }
             }
@@ -235,6 +246,8 @@ final class ChaosRun {
             Runnable heal = fault.inject();
             sleep(durationMs);
             heal.run();
+            // the next server fault only once this one is over: a failover needs a replica in sync, a quorum a leader
+            topology.awaitServing(Duration.ofSeconds(60));
             log("HEAL " + fault.kind() + " server " + now());
         }
         catch (Exception ex) {
@@ -244,6 +257,33 @@ final class ChaosRun {
         }
         finally {
             serverFaulted = false;
+        }
+    }
+
+    /**
+     * A spare client, started beforehand, takes a killed client's place (a JVM's start takes seconds on 2 cores); a new
+     * spare starts at once. A spare that started while the backend was down has refused to start (distlock checks the
+     * backend at startup): another one is started until one is ready.
+     */
+    private ClientProcess takeSpare() throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (true) {
+            ClientProcess candidate;
+            synchronized (this) {
+                candidate = spare;
+                spare = startClient();
+            }
+            try {
+                candidate.awaitReady(Duration.ofSeconds(90));
+                return candidate;
+            }
+            catch (IllegalStateException ex) {
+                candidate.close();
+                if (System.nanoTime() > deadline) {
+                    throw ex;
+                }
+                log("# spare " + candidate.id() + " did not start (backend down at its start?): another one");
+            }
         }
     }
 

@@ -25,7 +25,8 @@ import io.github.distlock.chaos.History.Op;
  * <li><b>lost_updates</b>: acknowledged elements missing from the key's final set; <b>phantoms</b>: elements in a set
  * that no operation which held the key's lock ever wrote;
  * <li><b>lease losses</b>: detected are operations another operation overlapped, or whose fenced read or write the
- * store refused (their lease must have gone), from clients not killed; reported are those of them whose client got a
+ * store refused (their lease must have gone), that lived to finish their section (a killed client reports nothing);
+ * reported are those of them whose client got a
  * {@code LOST} report for the key between the acquisition and 2 s after the release;
  * <li><b>recovery_ms</b>: after the last fault healed, the longest time until a key was granted again;
  * <li><b>unexplained</b> overlaps: those whose earlier holder's client was neither paused nor cut off while it held,
@@ -128,10 +129,8 @@ final class Checker {
             }
         }
         int reported = 0;
-        for (Op op : detected) {
-            if (history.killed().containsKey(op.client)) {
-                continue;
-            }
+        List<Op> alive = detected.stream().filter(op -> op.sectionEnd >= 0).toList();
+        for (Op op : alive) {
             long until = ((op.ended >= 0) ? op.ended : op.sectionEnd) + REPORT_GRACE_US;
             boolean told = history.losses().stream().anyMatch(loss -> loss.client().equals(op.client)
                     && loss.key().equals(op.key) && loss.at() >= op.acquired && loss.at() <= until);
@@ -142,9 +141,8 @@ final class Checker {
                 example(examples, "lease loss not reported: " + op);
             }
         }
-        long detectedAlive = detected.stream().filter(op -> !history.killed().containsKey(op.client)).count();
         return new Verdict(fenced, ops.size(), acknowledged, overlaps, unexplained, stale, lost, phantoms, duplicates,
-                (int) detectedAlive, reported, (recovery < 0) ? -1 : recovery / 1000, examples);
+                alive.size(), reported, (recovery < 0) ? -1 : recovery / 1000, examples);
     }
 
     /** When an operation stopped acting on the key's data: the end of its section, or its client's kill. */

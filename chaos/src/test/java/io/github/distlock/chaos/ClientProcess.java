@@ -50,9 +50,14 @@ final class ClientProcess implements AutoCloseable {
         }
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
-                "-Xmx256m", "-XX:+UseSerialGC", "-Xshare:auto", ChaosClientMain.class.getName(),
+                "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", ChaosClientMain.class.getName(),
                 "--chaos.client=" + id, "--chaos.history=" + dir.resolve(id + ".history")));
         command.addAll(settings);
+        if (!topology.backend().equals("jdbc")) {
+            // the database backend is on the class path for the PostgreSQL runs; no other run has a database
+            command.add("--spring.autoconfigure.exclude="
+                    + "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration");
+        }
         command.addAll(topology.clientProperties(proxyPorts));
         try {
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -69,10 +74,18 @@ final class ClientProcess implements AutoCloseable {
     }
 
     void awaitReady(Duration timeout) throws InterruptedException {
-        if (!ready.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-            throw new IllegalStateException("Client " + id + " did not start within " + timeout + " (alive: "
-                    + process.isAlive() + "); see its log");
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!ready.await(100, TimeUnit.MILLISECONDS)) {
+            if (!process.isAlive() || System.nanoTime() > deadline) {
+                throw new IllegalStateException("Client " + id + " did not start within " + timeout + " (alive: "
+                        + process.isAlive() + "); see its log");
+            }
         }
+    }
+
+    /** Starts the workload of a client that printed READY. */
+    void go() {
+        send("GO");
     }
 
     /** SIGSTOP: the JVM stops where it is, its connections stay open. */
@@ -108,19 +121,23 @@ final class ClientProcess implements AutoCloseable {
     /** Asks the client to finish its operations and exit; kills it when it does not within {@code timeout}. */
     boolean stop(Duration timeout) throws InterruptedException {
         if (process.isAlive()) {
-            try {
-                PrintWriter in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-                in.println("STOP");
-            }
-            catch (RuntimeException ex) {
-                // it is dying anyway
-            }
+            send("STOP");
         }
         boolean exited = process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
         if (!exited) {
             kill();
         }
         return exited;
+    }
+
+    private void send(String line) {
+        try {
+            process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            process.getOutputStream().flush();
+        }
+        catch (IOException ex) {
+            // it is dying anyway
+        }
     }
 
     boolean isAlive() {
