@@ -30,7 +30,8 @@ import static org.awaitility.Awaitility.await;
  * <p>The fault kinds: {@code pause-client} (SIGSTOP for one to two leases, then SIGCONT), {@code cut-client} (the
  * client's proxies stall for one to two leases; half of the time its connections are then reset), {@code kill-client}
  * (SIGKILL; a new client takes its place), and the topology's own server faults (one at a time, healed after one to
- * two leases). The next kind is always one of those applied least so far, so that each is applied about as often;
+ * two leases), and {@code cut-server} (every client's connections to one server stall for one to two leases; half of
+ * the time they are then reset). The next kind is always one of those applied least so far, so that each is applied about as often;
  * client faults go to clients not under a fault, and one client is always left alone.
  *
  * <p>Everything is kept in the run's directory: each client's history and log, {@code faults.log} (the schedule as
@@ -94,8 +95,10 @@ final class ChaosRun {
         Map<String, ServerFault> serverFaults = new LinkedHashMap<>();
         topology.serverFaults().forEach(fault -> serverFaults.put(fault.kind(), fault));
         kinds.addAll(serverFaults.keySet());
+        kinds.add("cut-server");
         kinds.forEach(kind -> applied.put(kind, 0));
-        try (SetStore store = new SetStore();
+        try (SetStore store = new SetStore(SetStore.Fencing.valueOf(
+                System.getProperty("chaos.store.fencing", "full").toUpperCase(java.util.Locale.ROOT)));
                 PrintWriter faults = new PrintWriter(Files.newBufferedWriter(dir.resolve("faults.log")), true)) {
             this.store = store;
             this.faults = faults;
@@ -134,6 +137,12 @@ final class ChaosRun {
                     case "pause-client", "cut-client", "kill-client" -> {
                         ClientProcess target = pickClient();
                         yield started(() -> clientFault(kind, target, duration, reset));
+                    }
+                    case "cut-server" -> {
+                        serverFaulted = true;
+                        List<Integer> ports = topology.clientPorts();
+                        int port = ports.get(random.nextInt(ports.size()));
+                        yield started(() -> cutServer(port, duration, reset));
                     }
                     default -> {
                         serverFaulted = true;
@@ -237,6 +246,21 @@ final class ChaosRun {
         }
         finally {
             busy.remove(client.id());
+        }
+    }
+
+    /** Every client's connections to one server stall: the server is cut off from the clients, not from its peers. */
+    private void cutServer(int port, long durationMs, boolean reset) {
+        List<ClientProcess> cut = new ArrayList<>(clients);
+        try {
+            log("FAULT cut-server " + port + " " + now());
+            cut.forEach(client -> client.cut(port));
+            sleep(durationMs);
+        }
+        finally {
+            cut.forEach(client -> client.reconnect(port, reset));
+            log("HEAL cut-server " + port + " " + now());
+            serverFaulted = false;
         }
     }
 

@@ -102,6 +102,19 @@ final class ClientProcess implements AutoCloseable {
         proxies.values().forEach(TcpProxy::pause);
     }
 
+    /** Stalls this client's connections to one server. */
+    void cut(int serverPort) {
+        proxies.get(serverPort).pause();
+    }
+
+    /** Lets traffic to one server through again, after closing the stalled connections when {@code reset}. */
+    void reconnect(int serverPort, boolean reset) {
+        if (reset) {
+            proxies.get(serverPort).dropConnections();
+        }
+        proxies.get(serverPort).resume();
+    }
+
     /** Lets traffic through again; {@code reset} first closes the stalled connections, as a broken network would. */
     void reconnect(boolean reset) {
         if (reset) {

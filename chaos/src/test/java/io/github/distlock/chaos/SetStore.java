@@ -25,7 +25,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * remembers the highest token it has seen for the key, in reads and writes, and refuses a read or write carrying a
  * lower one; a write must also carry a token higher than the last write it accepted. Checking reads as well as writes
  * is what makes a read-modify-write safe: a holder whose lease ran out and who read before the next holder still has
- * its write refused once the next holder has read. Unfenced requests (token {@code -1}) are always served.
+ * its write refused once the next holder has read. Unfenced requests (token {@code -1}) are always served. {@code -Dchaos.store.fencing=writes}
+ * (refuse only a write whose token is not above the last accepted) or {@code off} shows what the checks buy.
  *
  * <p>Protocol, one line each way: {@code R <key> <token>} answers {@code V <e1,e2,...>} or {@code X} (refused);
  * {@code W <key> <token> <op> <e1,e2,...>} answers {@code OK <seq>} (the write's place in the order the store
@@ -43,6 +44,10 @@ final class SetStore implements AutoCloseable {
         long lastWrite = Long.MIN_VALUE;
     }
 
+    /** How the store checks tokens: on reads and writes (what makes a read-modify-write safe), writes only, not at all. */
+    enum Fencing { FULL, WRITES, OFF }
+
+    private final Fencing fencing;
     private final ServerSocket server;
     private final Map<String, Entry> entries = new HashMap<>();
     private final List<Write> accepted = new ArrayList<>();
@@ -51,7 +56,8 @@ final class SetStore implements AutoCloseable {
     private long refused;
     private volatile boolean closed;
 
-    SetStore() {
+    SetStore(Fencing fencing) {
+        this.fencing = fencing;
         try {
             server = new ServerSocket(0, 100, InetAddress.getLoopbackAddress());
         }
@@ -89,7 +95,7 @@ final class SetStore implements AutoCloseable {
 
     synchronized String read(String key, long token) {
         Entry entry = entries.computeIfAbsent(key, k -> new Entry());
-        if (token >= 0) {
+        if (token >= 0 && fencing == Fencing.FULL) {
             if (token < entry.highestSeen) {
                 refused++;
                 return "X";
@@ -101,7 +107,7 @@ final class SetStore implements AutoCloseable {
 
     synchronized String write(String key, long token, String op, List<String> elements) {
         Entry entry = entries.computeIfAbsent(key, k -> new Entry());
-        if (token >= 0) {
+        if (token >= 0 && fencing != Fencing.OFF) {
             if (token < entry.highestSeen || token <= entry.lastWrite) {
                 refused++;
                 return "X";
