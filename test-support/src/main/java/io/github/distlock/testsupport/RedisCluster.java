@@ -46,6 +46,9 @@ public final class RedisCluster implements AutoCloseable {
 
     private static final Duration FORM_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration REJOIN_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration FAILOVER_TIMEOUT = Duration.ofSeconds(15);
+    /** How long Redis pursues one manual failover (CLUSTER_MF_TIMEOUT) before it drops it. */
+    private static final Duration MANUAL_FAILOVER_WINDOW = Duration.ofSeconds(5);
 
     private final List<Node> nodes;
     private final int masterCount;
@@ -212,6 +215,75 @@ public final class RedisCluster implements AutoCloseable {
     }
 
     /**
+     * The running nodes that report themselves replicas of a master now ({@code ROLE}): what {@link #failover(Node)}
+     * takes to replace that master.
+     *
+     * @param master one of this cluster's nodes
+     * @return its replicas, possibly none
+     */
+    public List<Node> replicasOf(Node master) {
+        requireOwn(master);
+        return runningNodes().stream()
+                .filter(node -> {
+                    List<?> role = (List<?>) RespClient.callOnce(node.port(), "ROLE");
+                    return "slave".equals(role.get(0)) && ((Long) role.get(2)).intValue() == master.port();
+                })
+                .toList();
+    }
+
+    /**
+     * A manual failover with no failure: {@code CLUSTER FAILOVER} sent to a replica, which waits until it has every
+     * write its master acknowledged (the master holds its clients meanwhile), then takes over the master's slots; the
+     * master becomes its replica. Waits first for the replica's link to its master (a manual failover needs it), then
+     * until the replica reports itself master, the former master reports itself replica, every running node reports
+     * {@code cluster_state:ok} and all name the same masters for the same slots.
+     *
+     * @param replica a running replica of this cluster
+     * @return the node that was its master before
+     * @throws IllegalArgumentException when the node is not a running replica
+     * @throws IllegalStateException when the failover is not done within 15 s (an attempt that Redis drops, e.g. one
+     *         right after another failover of the same slots, is sent again)
+     */
+    public Node failover(Node replica) {
+        requireOwn(replica);
+        if (!replica.isRunning()) {
+            throw new IllegalArgumentException("RedisCluster.failover(replica): " + replica + " is not running");
+        }
+        List<?> role = (List<?>) RespClient.callOnce(replica.port(), "ROLE");
+        if (!"slave".equals(role.get(0))) {
+            throw new IllegalArgumentException("RedisCluster.failover(replica): " + replica + " is a " + role.get(0)
+                    + ", not a replica");
+        }
+        Node master = nodeOnPort(((Long) role.get(2)).intValue());
+        Poll.untilTrue(FAILOVER_TIMEOUT, () -> replica + " to be linked to its master " + master + ": " + describe(),
+                () -> isLinkUp(replica));
+        long deadline = System.nanoTime() + FAILOVER_TIMEOUT.toNanos();
+        // the first attempt is resent once the votes refused to it can be given again; later ones get Redis's window
+        Duration window = NODE_TIMEOUT.multipliedBy(2).plusMillis(500);
+        while (true) {
+            RespClient.callOnce(replica.port(), "CLUSTER", "FAILOVER");
+            Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+            Duration wait = left.compareTo(window) < 0 ? left : window;
+            window = MANUAL_FAILOVER_WINDOW;
+            try {
+                Poll.untilTrue(wait,
+                        () -> replica + " to take over from " + master + ": " + describe(),
+                        () -> replica.role().equals("master")
+                                && (!master.isRunning() || master.role().equals("slave"))
+                                && isSettled());
+                return master;
+            }
+            catch (IllegalStateException notYet) {
+                // a master votes for no replica of the same master twice within two node timeouts: a failover
+                // right after another one is refused, and Redis gives a manual failover 5 s before it drops it
+                if (System.nanoTime() - deadline > 0) {
+                    throw notYet;
+                }
+            }
+        }
+    }
+
+    /**
      * Waits until every running node reports {@code cluster_state:ok} and they all name the same masters for the same
      * slots (after a failover or a restart, a node may be ok but still believe in an old owner for a moment).
      *
@@ -225,7 +297,8 @@ public final class RedisCluster implements AutoCloseable {
 
     /**
      * Starts a killed or stopped node again on its port with its {@code nodes.conf}, and waits until it has rejoined:
-     * every running node, itself included, reports {@code cluster_state:ok} and no longer flags it as failed. A master
+     * every running node, itself included, reports {@code cluster_state:ok} and no longer flags it as failed, and, when
+     * it comes back as a replica, its link to its master is up (it has synced: it can be failed over to). A master
      * whose slots a replica took over in the meantime comes back as that replica's replica.
      *
      * @param node one of this cluster's nodes (a running one is stopped first)
@@ -246,7 +319,7 @@ public final class RedisCluster implements AutoCloseable {
                     return false;
                 }
             }
-            return true;
+            return node.role().equals("master") || isLinkUp(node);
         });
     }
 
@@ -394,6 +467,10 @@ public final class RedisCluster implements AutoCloseable {
                     .sorted(Comparator.comparingInt(SlotRange::start)).toList());
         }
         return slotMaps.size() == 1;
+    }
+
+    private static boolean isLinkUp(Node replica) {
+        return "up".equals(info(replica.port(), "INFO", "replication").get("master_link_status"));
     }
 
     private static boolean isClusterOk(Node node) {

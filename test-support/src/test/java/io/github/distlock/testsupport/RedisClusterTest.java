@@ -94,6 +94,39 @@ class RedisClusterTest {
     }
 
     @Test
+    void manualFailoverSwapsMasterAndReplicaWithoutLosingAnAcknowledgedWriteAndCanBeUndone() {
+        RedisCluster cluster = shared.cluster();
+        String key = "payment:{failover}";
+        Node master = cluster.masterForKey(key);
+        List<Node> replicas = cluster.replicasOf(master);
+        assertThat(replicas).hasSize(1);
+        Node replica = replicas.get(0);
+        // no WAIT: a manual failover itself lets the replica catch up with every write its master acknowledged
+        assertThat(RespClient.callOnce(master.port(), "SET", key, "captured")).isEqualTo("OK");
+
+        long failoverAt = System.nanoTime();
+        Node previous = cluster.failover(replica);
+        System.out.printf("CLUSTER FAILOVER -> replica master and cluster_state:ok in %d ms%n", millisSince(failoverAt));
+        try {
+            assertThat(previous).isEqualTo(master);
+            assertThat(replica.role()).isEqualTo("master");
+            assertThat(master.role()).isEqualTo("slave");
+            assertThat(cluster.masterForKey(key)).isEqualTo(replica);
+            assertThat(cluster.replicasOf(replica)).containsExactly(master);
+            assertThat(RespClient.callOnce(replica.port(), "GET", key)).isEqualTo("captured");
+            assertThatThrownBy(() -> cluster.failover(replica))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("RedisCluster.failover(replica): " + replica + " is a master, not a replica");
+        }
+        finally {
+            // back as it was: the other tests share this cluster
+            assertThat(cluster.failover(master)).isEqualTo(replica);
+        }
+        assertThat(cluster.masterForKey(key)).isEqualTo(master);
+        assertThat(RespClient.callOnce(master.port(), "GET", key)).isEqualTo("captured");
+    }
+
+    @Test
     void killedMasterIsReplacedByItsReplicaAndRejoinsAsReplicaAndCloseLeavesNothingBehind() {
         long startedAt = System.nanoTime();
         RedisCluster cluster = RedisCluster.start();
@@ -126,6 +159,12 @@ class RedisClusterTest {
             System.out.printf("killed master restarted and rejoined in %d ms%n", millisSince(restartedAt));
             assertThat(master.role()).isEqualTo("slave");
             assertThat(cluster.masterForKey(key)).isEqualTo(promoted);
+            // synced from the promoted replica: the restart came back empty, without persistence
+            assertThat(cluster.replicasOf(promoted)).containsExactly(master);
+            try (RespClient restarted = RespClient.connect(master.port())) {
+                restarted.call("READONLY");
+                assertThat(restarted.call("GET", key)).isEqualTo("v");
+            }
         }
         finally {
             long closingAt = System.nanoTime();
