@@ -58,7 +58,7 @@ final class RedisClusterTopology implements Topology {
             };
         }), Topology.fault("failover", () -> {
             List<Node> replicas = cluster.replicas();
-            if (replicas.size() >= 0) { throw new UnsupportedOperationException("TMP"); }
+            cluster.failover(replicas.get(ThreadLocalRandom.current().nextInt(replicas.size())));
             return () -> cluster.awaitClusterOk(FAILOVER_TIMEOUT);
         }));
     }
