@@ -25,7 +25,7 @@ import io.github.distlock.chaos.History.Op;
  * <li><b>lost_updates</b>: acknowledged elements missing from the key's final set; <b>phantoms</b>: elements in a set
  * that no operation which held the key's lock ever wrote;
  * <li><b>lease losses</b>: detected are operations another operation overlapped, or whose fenced read or write the
- * store refused (their lease must have gone), that lived to finish their section (a killed client reports nothing);
+ * store refused (their lease must have gone), whose client lived until 2 s after their release (a killed client reports nothing);
  * reported are those of them whose client got a
  * {@code LOST} report for the key between the acquisition and 2 s after the release;
  * <li><b>recovery_ms</b>: after the last fault healed, the longest time until a key was granted again;
@@ -129,9 +129,11 @@ final class Checker {
             }
         }
         int reported = 0;
-        List<Op> alive = detected.stream().filter(op -> op.sectionEnd >= 0).toList();
+        // a client killed before it could have reported reports nothing
+        List<Op> alive = detected.stream().filter(op -> op.sectionEnd >= 0
+                && history.killed().getOrDefault(op.client, Long.MAX_VALUE) > reportDeadline(op)).toList();
         for (Op op : alive) {
-            long until = ((op.ended >= 0) ? op.ended : op.sectionEnd) + REPORT_GRACE_US;
+            long until = reportDeadline(op);
             boolean told = history.losses().stream().anyMatch(loss -> loss.client().equals(op.client)
                     && loss.key().equals(op.key) && loss.at() >= op.acquired && loss.at() <= until);
             if (told) {
@@ -143,6 +145,10 @@ final class Checker {
         }
         return new Verdict(fenced, ops.size(), acknowledged, overlaps, unexplained, stale, lost, phantoms, duplicates,
                 alive.size(), reported, (recovery < 0) ? -1 : recovery / 1000, examples);
+    }
+
+    private static long reportDeadline(Op op) {
+        return ((op.ended >= 0) ? op.ended : op.sectionEnd) + REPORT_GRACE_US;
     }
 
     /** When an operation stopped acting on the key's data: the end of its section, or its client's kill. */

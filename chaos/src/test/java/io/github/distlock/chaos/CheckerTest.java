@@ -88,6 +88,13 @@ class CheckerTest {
     }
 
     @Test
+    void aLossIsNotExpectedFromAClientKilledRightAfterTheSection() throws IOException {
+        Verdict verdict = check("KILLED c1 1500\n", Map.of("f0", List.of()), true,
+                "ACQ c1-0-0 f0 1000 7", "CS c1-0-0 f0 1100 refused");
+        assertThat(verdict.lossesDetected()).isZero();
+    }
+
+    @Test
     void aKilledClientsOpenOperationEndsAtItsKillAndReportsNothing() throws IOException {
         Verdict verdict = check("KILLED c1 3000\n", Map.of("u0", List.of("c1-1-0")), false,
                 "ACQ c1-0-0 u0 1000 -1", "ACQ c1-1-0 u0 4000 -1", "CS c1-1-0 u0 4100 ok 1");
