@@ -19,7 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The chaos runs: each topology under combined faults, its history checked. By default the short run (every topology
  * for {@code 15 s} of faults and a calm {@code 8 s}); {@code -Dchaos.topology=etcd/cluster,...} picks topologies,
  * {@code -Dchaos.duration=PT5M} sets the fault phase, {@code -Dchaos.seed=N} replays a schedule. Run with the chaos
- * profile: {@code ./mvnw -pl chaos -am verify -Pchaos -Dchaos.topology=etcd/cluster -Dchaos.duration=PT5M}.
+ * profile, which runs this test alone: {@code ./mvnw -pl chaos -am verify -Pchaos -Dchaos.topology=etcd/cluster
+ * -Dchaos.duration=PT5M}.
  *
  * <p>Fenced keys: no stale write accepted, no acknowledged update lost, no token granted twice. Both: no element
  * that nobody wrote, no overlap beyond the documented limit (a holder paused or cut off longer than its lease, a Redis
