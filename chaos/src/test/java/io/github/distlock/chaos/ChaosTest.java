@@ -53,6 +53,10 @@ class ChaosTest {
         String where = " (history, schedule and result in " + dir.toAbsolutePath() + "; replay: -Dchaos.seed=" + seed
                 + ")";
         assertThat(outcome.errors()).as("faults that could not be applied or healed" + where).isEmpty();
+        if (faultPhase.compareTo(Duration.ofMinutes(5)) >= 0) {
+            assertThat(outcome.faults()).as("times each kind of fault was applied" + where)
+                    .allSatisfy((kind, times) -> assertThat(times).as(kind).isGreaterThanOrEqualTo(5));
+        }
         Verdict fenced = outcome.fenced();
         assertThat(fenced.examples()).as("fenced findings" + where).isEmpty();
         assertThat(fenced.staleAccepted()).as("stale writes accepted" + where).isZero();
