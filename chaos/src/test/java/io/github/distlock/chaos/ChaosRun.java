@@ -81,7 +81,8 @@ final class ChaosRun {
                     + faultList + " ops=" + verdict.ops() + " fenced=" + (verdict.fenced() ? "yes" : "no")
                     + " overlaps=" + verdict.overlaps() + " stale_accepted=" + verdict.staleAccepted()
                     + " lost_updates=" + verdict.lostUpdates() + " lease_losses=" + verdict.lossesDetected() + "/"
-                    + verdict.lossesReported() + " recovery_ms=" + verdict.recoveryMs() + " acknowledged="
+                    + verdict.lossesReported() + " unreported_in_failover=" + verdict.lossesUnreportedInFailover()
+                    + " recovery_ms=" + verdict.recoveryMs() + " acknowledged="
                     + verdict.acknowledged() + " unexplained_overlaps=" + verdict.unexplained() + " phantoms="
                     + verdict.phantoms() + " duplicate_tokens=" + verdict.duplicateTokens() + " seconds="
                     + duration.toSeconds() + " seed=" + seed;
@@ -165,8 +166,9 @@ final class ChaosRun {
                     errors.add("client " + client.id() + " did not stop within 60 s: killed");
                 }
             }
-            History history = History.read(dir, "chaos:");
             Map<String, List<String>> sets = store.snapshot();
+            writeSets(dir, sets);
+            History history = History.read(dir, "chaos:");
             long leaseUs = LEASE.toNanos() / 1000;
             Outcome outcome = new Outcome(topology.backend() + "/" + topology.name(),
                     Duration.ofNanos(System.nanoTime() - started), seed, Map.copyOf(applied),
@@ -342,6 +344,22 @@ final class ChaosRun {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("Interrupted", ex);
         }
+    }
+
+    /** The store's final sets, {@code <key> <e1,e2,...>} per line: with the histories, all a check needs. */
+    static void writeSets(Path dir, Map<String, List<String>> sets) throws IOException {
+        StringBuilder text = new StringBuilder();
+        sets.forEach((key, elements) -> text.append(key).append(' ').append(String.join(",", elements)).append('\n'));
+        Files.writeString(dir.resolve("final-sets.txt"), text);
+    }
+
+    static Map<String, List<String>> readSets(Path dir) throws IOException {
+        Map<String, List<String>> sets = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(dir.resolve("final-sets.txt"))) {
+            String[] parts = line.split(" ", 2);
+            sets.put(parts[0], (parts.length < 2 || parts[1].isEmpty()) ? List.of() : List.of(parts[1].split(",")));
+        }
+        return sets;
     }
 
     static void deleteQuietly(Path dir) {

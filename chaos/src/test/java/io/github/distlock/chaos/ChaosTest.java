@@ -24,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Fenced keys: no stale write accepted, no acknowledged update lost, no token granted twice. Both: no element
  * that nobody wrote, no overlap beyond the documented limit (a holder paused or cut off longer than its lease, a Redis
- * failover that loses an acknowledged lock), every lease loss the history shows reported to its holder, every key
+ * failover that loses an acknowledged lock), every lease loss the history shows reported to its holder (but during a
+ * server fault, where a Redis failover's split brain leaves each holder's own server confirming its lock), every key
  * granted again within {@link ChaosRun#RECOVERY_BOUND} after the last fault healed.
  */
 class ChaosTest {
@@ -66,8 +67,8 @@ class ChaosTest {
             assertThat(verdict.acknowledged()).as("acknowledged operations" + where).isPositive();
             assertThat(verdict.phantoms()).as("elements nobody wrote" + where).isZero();
             assertThat(verdict.unexplained()).as("overlaps beyond the documented limit" + where).isZero();
-            assertThat(verdict.lossesReported()).as("lease losses reported to their holders" + where)
-                    .isEqualTo(verdict.lossesDetected());
+            assertThat(verdict.lossesUnreportedUnexplained())
+                    .as("lease losses reported to nobody, with no server fault to explain it" + where).isZero();
             assertThat(verdict.recoveryMs()).as("ms until every key was granted after the last fault healed" + where)
                     .isBetween(0L, ChaosRun.RECOVERY_BOUND.toMillis());
         }

@@ -55,7 +55,21 @@ class CheckerTest {
         assertThat(verdict.lostUpdates()).isEqualTo(1); // c1-1-0's element, overwritten by the stale holder
         assertThat(verdict.lossesDetected()).isEqualTo(1);
         assertThat(verdict.lossesReported()).isZero();
+        assertThat(verdict.lossesUnreportedUnexplained()).isEqualTo(1);
         assertThat(verdict.examples()).anyMatch(text -> text.startsWith("lease loss not reported: c1-0-0"));
+    }
+
+    @Test
+    void anUnreportedLossDuringAFailoverIsCountedApartFromADefect() throws IOException {
+        Verdict verdict = check("FAULT failover server 1500\nHEAL failover server 20000\n",
+                Map.of("f0", List.of("c1-1-0")), true,
+                "ACQ c1-0-0 f0 1000 7", "ACQ c1-1-0 f0 2000 8", "CS c1-1-0 f0 2100 ok 1", "CS c1-0-0 f0 3000 refused",
+                "END c1-0-0 f0 3100");
+        assertThat(verdict.lossesDetected()).isEqualTo(1);
+        assertThat(verdict.lossesReported()).isZero();
+        assertThat(verdict.lossesUnreportedInFailover()).isEqualTo(1);
+        assertThat(verdict.lossesUnreportedUnexplained()).isZero();
+        assertThat(verdict.examples()).isEmpty();
     }
 
     @Test
