@@ -24,7 +24,8 @@ import io.github.distlock.chaos.History.Op;
  * acknowledged before on the key (fenced keys);
  * <li><b>lost_updates</b>: acknowledged elements missing from the key's final set; <b>phantoms</b>: elements in a set
  * that no operation which held the key's lock ever wrote;
- * <li><b>lease losses</b>: detected are operations another operation overlapped, or whose fenced read or write the
+ * <li><b>lease losses</b>: detected are operations another operation overlapped (of two fenced holders the one with the
+ * lower token, otherwise the earlier one unless the later one's grant came late), or whose fenced read or write the
  * store refused (their lease must have gone), whose client lived until 2 s after their release (a killed client reports nothing);
  * reported are those of them whose client got a
  * {@code LOST} report for the key between the acquisition and 2 s after the release; unreported losses while a
@@ -77,7 +78,7 @@ final class Checker {
                     Op earlier = held.get(j);
                     if (later.acquired < end(earlier, history)) {
                         overlaps++;
-                        detected.add(earlier);
+                        detected.add(loser(earlier, later, history));
                         if (!explained(earlier, later, history, leaseUs)) {
                             unexplained++;
                             example(examples, "unexplained overlap: " + earlier + " / " + later);
@@ -190,14 +191,47 @@ final class Checker {
     }
 
     /**
-     * Whether an overlap is the documented limit: the earlier holder's client was paused or cut off while it held, or a
-     * server was killed or failed over between a lease before the earlier holder's acquisition and the later one's.
+     * Which of two overlapping holders had lost its lock: for fenced keys the one with the lower token (tokens grow per
+     * key with each grant); otherwise the earlier one, unless the later one's grant came late (below).
      */
-    private static boolean explained(Op earlier, Op later, History history, long leaseUs) {
+    private static Op loser(Op earlier, Op later, History history) {
+        if (earlier.token >= 0 && later.token >= 0) {
+            return (later.token < earlier.token) ? later : earlier;
+        }
+        return lateGrant(earlier, later, history) ? later : earlier;
+    }
+
+    /**
+     * Whether the later holder's grant was held up: its client was paused or cut off while it waited, until after the
+     * earlier holder got the lock. Its lease ran out before the reply reached it (as if paused right after acquiring).
+     */
+    private static boolean lateGrant(Op earlier, Op later, History history) {
         for (Fault fault : history.faults()) {
             long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
-            boolean clientFault = fault.target().equals(earlier.client)
-                    && (fault.kind().equals("pause-client") || fault.kind().equals("cut-client"));
+            if (fault.target().equals(later.client) && isStall(fault) && fault.started() < later.acquired
+                    && healed > earlier.acquired && (later.invoked < 0 || healed > later.invoked)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean isStall(Fault fault) {
+        return fault.kind().equals("pause-client") || fault.kind().equals("cut-client");
+    }
+
+    /**
+     * Whether an overlap is the documented limit: the earlier holder's client was paused or cut off while it held, the
+     * later holder's grant came late (its client paused or cut off while it waited), or a server was killed, cut off or
+     * failed over between a lease before the earlier holder's acquisition and the later one's.
+     */
+    private static boolean explained(Op earlier, Op later, History history, long leaseUs) {
+        if (lateGrant(earlier, later, history)) {
+            return true;
+        }
+        for (Fault fault : history.faults()) {
+            long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
+            boolean clientFault = fault.target().equals(earlier.client) && isStall(fault);
             if (clientFault && fault.started() < later.acquired && healed > earlier.acquired) {
                 return true;
             }
