@@ -221,22 +221,32 @@ final class Checker {
     }
 
     /**
-     * Whether an overlap is the documented limit: the earlier holder's client was paused or cut off while it held, the
-     * later holder's grant came late (its client paused or cut off while it waited), or a server was killed, cut off or
-     * failed over between a lease before the earlier holder's acquisition and the later one's.
+     * Whether an overlap is the documented limit: one of the two holders' clients was paused or cut off (longer than the
+     * lease, as every such fault here) from before the later acquisition until after that holder had asked for the
+     * lock — it held through the stall, or its grant was held up by it and arrived after its lease had run out — or a
+     * server was killed, cut off or failed over between a lease before the earlier holder's acquisition and the later
+     * one's.
      */
     private static boolean explained(Op earlier, Op later, History history, long leaseUs) {
-        if (lateGrant(earlier, later, history)) {
+        if (stalled(earlier, later.acquired, history) || stalled(later, later.acquired, history)) {
             return true;
         }
         for (Fault fault : history.faults()) {
             long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
-            boolean clientFault = fault.target().equals(earlier.client) && isStall(fault);
-            if (clientFault && fault.started() < later.acquired && healed > earlier.acquired) {
-                return true;
-            }
             boolean serverFault = !fault.kind().endsWith("-client");
             if (serverFault && fault.started() < later.acquired && healed > earlier.acquired - leaseUs) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether the operation's client was paused or cut off after the operation asked for its lock and before {@code before}. */
+    private static boolean stalled(Op op, long before, History history) {
+        long asked = (op.invoked >= 0) ? op.invoked : op.acquired;
+        for (Fault fault : history.faults()) {
+            long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
+            if (fault.target().equals(op.client) && isStall(fault) && fault.started() < before && healed > asked) {
                 return true;
             }
         }

@@ -89,6 +89,20 @@ class CheckerTest {
     }
 
     @Test
+    void aGrantHeldUpByAPauseThatEndedJustBeforeItIsExplained() throws IOException {
+        // c1 asked at 900 and was paused from 1000 to 4999: its grant came out at 5000, its lease long gone
+        Files.writeString(dir.resolve("c2.history"), String.join("\n", "INV c2-0-0 u0 4000", "ACQ c2-0-0 u0 5010 -1",
+                "CS c2-0-0 u0 5100 ok 1", "END c2-0-0 u0 5200") + "\n");
+        Verdict verdict = check("FAULT pause-client c1 1000\nHEAL pause-client c1 4999\n",
+                Map.of("u0", List.of("c1-0-0")), false,
+                "INV c1-0-0 u0 900", "ACQ c1-0-0 u0 5000 -1", "LOST - chaos:u0 5001", "CS c1-0-0 u0 6000 ok 2",
+                "END c1-0-0 u0 6100");
+        assertThat(verdict.overlaps()).isEqualTo(1);
+        assertThat(verdict.unexplained()).isZero();
+        assertThat(verdict.lossesReported()).isEqualTo(verdict.lossesDetected()).isEqualTo(1);
+    }
+
+    @Test
     void aReportedLossCountsAndAnOverlapWithoutAFaultIsUnexplained() throws IOException {
         Verdict verdict = check("", Map.of("u0", List.of("c1-0-0", "c1-1-0")), false,
                 "ACQ c1-0-0 u0 1000 -1", "ACQ c1-1-0 u0 5000 -1", "CS c1-1-0 u0 5100 ok 1",
