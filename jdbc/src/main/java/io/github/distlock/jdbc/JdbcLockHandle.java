@@ -96,7 +96,7 @@ final class JdbcLockHandle implements LockHandle {
     @Override
     public CompletableFuture<Boolean> releaseAsync() {
         if (watchdog) {
-            services.watchdog().unwatch(this);
+            services.watchdog().unwatchForRelease(this);
         }
         else {
             services.watchdog().untrack(this);

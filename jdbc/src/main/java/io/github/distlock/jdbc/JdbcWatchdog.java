@@ -106,6 +106,24 @@ final class JdbcWatchdog {
         }
     }
 
+    /**
+     * Unwatches a lock its holder releases, reporting it lost first when no renewal was seen for a whole watchdog
+     * timeout: the database has expired it by now. The overdue check runs on its own schedule, so a holder that
+     * resumes after a long pause (or whose database was unreachable) and releases at once would otherwise never be
+     * told that another caller may have held the key meanwhile.
+     */
+    void unwatchForRelease(JdbcLockHandle handle) {
+        if (watched.remove(handle.owner, handle)) {
+            changes.incrementAndGet();
+            if (System.nanoTime() - handle.renewedAt >= watchdogNanos) {
+                SQLException failure = lastRenewalFailure;
+                handle.reportLost("no renewal of it was seen for " + Duration.ofNanos(watchdogNanos) + " when its "
+                        + "holder released it (its lease in the database had run out): " + ((failure != null)
+                                ? failure : "no renewal was answered in time"));
+            }
+        }
+    }
+
     /** Tracks a fixed-lease lock until its release or its lease's end, to find it taken away: see {@link #checkFixed}. */
     void track(JdbcLockHandle handle) {
         fixed.put(handle.owner, handle);
