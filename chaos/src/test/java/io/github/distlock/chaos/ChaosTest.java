@@ -69,6 +69,10 @@ class ChaosTest {
             assertThat(verdict.unexplained()).as("overlaps beyond the documented limit" + where).isZero();
             assertThat(verdict.lossesUnreportedUnexplained())
                     .as("lease losses reported to nobody, with no server fault to explain it" + where).isZero();
+            if (!name.startsWith("redis/")) {
+                // only Redis's asynchronous replication leaves two servers each confirming its own holder
+                assertThat(verdict.lossesUnreportedInFailover()).as("lease losses reported to nobody" + where).isZero();
+            }
             assertThat(verdict.recoveryMs()).as("ms until every key was granted after the last fault healed" + where)
                     .isBetween(0L, ChaosRun.RECOVERY_BOUND.toMillis());
         }

@@ -192,13 +192,29 @@ final class Checker {
 
     /**
      * Which of two overlapping holders had lost its lock: for fenced keys the one with the lower token (tokens grow per
-     * key with each grant); otherwise the earlier one, unless the later one's grant came late (below).
+     * key with each grant); otherwise the earlier one, if its client was stalled while it held, or unless the later
+     * one's grant came late (below).
      */
     private static Op loser(Op earlier, Op later, History history) {
         if (earlier.token >= 0 && later.token >= 0) {
             return (later.token < earlier.token) ? later : earlier;
         }
+        if (heldThroughStall(earlier, later.acquired, history)) {
+            return earlier;
+        }
         return lateGrant(earlier, later, history) ? later : earlier;
+    }
+
+    /** Whether the operation's client was paused or cut off while the operation held, before {@code before}. */
+    private static boolean heldThroughStall(Op op, long before, History history) {
+        for (Fault fault : history.faults()) {
+            long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
+            if (fault.target().equals(op.client) && isStall(fault) && fault.started() < before
+                    && healed > op.acquired) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

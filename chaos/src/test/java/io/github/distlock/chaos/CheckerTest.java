@@ -103,6 +103,19 @@ class CheckerTest {
     }
 
     @Test
+    void aHolderPausedWhileItHeldIsTheLoserEvenWhenTheOtherClientWasCutOffWhileItWaited() throws IOException {
+        // c1 holds u0 from 1000 and is paused 2000-9000; c2 asked at 1500 during its own cut (1200-3000), got it at 5000
+        Files.writeString(dir.resolve("c2.history"), String.join("\n", "INV c2-0-0 u0 1500", "ACQ c2-0-0 u0 5000 -1",
+                "CS c2-0-0 u0 5100 ok 1", "END c2-0-0 u0 5200") + "\n");
+        Verdict verdict = check("FAULT cut-client c2 1200\nFAULT pause-client c1 2000\nHEAL cut-client c2 3000\n"
+                + "HEAL pause-client c1 9000\n", Map.of("u0", List.of("c1-0-0")), false,
+                "INV c1-0-0 u0 900", "ACQ c1-0-0 u0 1000 -1", "CS c1-0-0 u0 9100 ok 2", "END c1-0-0 u0 9200",
+                "LOST - chaos:u0 9150");
+        assertThat(verdict.lossesDetected()).isEqualTo(1);
+        assertThat(verdict.lossesReported()).isEqualTo(1); // c1's own report: c2 never lost anything
+    }
+
+    @Test
     void aReportedLossCountsAndAnOverlapWithoutAFaultIsUnexplained() throws IOException {
         Verdict verdict = check("", Map.of("u0", List.of("c1-0-0", "c1-1-0")), false,
                 "ACQ c1-0-0 u0 1000 -1", "ACQ c1-1-0 u0 5000 -1", "CS c1-1-0 u0 5100 ok 1",
