@@ -1,24 +1,16 @@
 package io.github.distlock.it;
 
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LeaseLostPolicy;
-import io.github.distlock.LockEvent;
-import io.github.distlock.LockLeaseLostException;
-import io.github.distlock.LockListener;
-import io.github.distlock.LockOptions;
 import io.github.distlock.LockTemplate;
+import io.github.distlock.test.InterruptOnLeaseLossCheck;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
-
-import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A watchdog lock whose Redis stalls ({@code kill -STOP}) while its code runs: the lease monitor reports it lost after
@@ -33,7 +25,7 @@ class LostLeaseInterruptsTheRunningCodeOnRedisTest extends RedisIntegrationTest 
     LockTemplate locks;
 
     @Autowired
-    LossClock lossClock;
+    InterruptOnLeaseLossCheck.LossClock lossClock;
 
     @AfterEach
     void resume() {
@@ -42,63 +34,17 @@ class LostLeaseInterruptsTheRunningCodeOnRedisTest extends RedisIntegrationTest 
 
     @Test
     void aStalledRedisInterruptsTheCodeWithinTheRenewalPeriodOfTheReportedLoss() throws Exception {
-        CountDownLatch held = new CountDownLatch(1);
-        CompletableFuture<Long> stoppedAt = new CompletableFuture<>();
-        CompletableFuture<Object> call = CompletableFuture.supplyAsync(() -> {
-            try {
-                return locks.execute("stalled", LockOptions.DEFAULTS.withLeaseLostPolicy(LeaseLostPolicy.INTERRUPT),
-                        () -> {
-                            held.countDown();
-                            try {
-                                return new CountDownLatch(1).await(30, TimeUnit.SECONDS);
-                            }
-                            catch (InterruptedException ex) {
-                                stoppedAt.complete(System.nanoTime());
-                                throw ex;
-                            }
-                        });
-            }
-            catch (InterruptedException ex) {
-                throw new java.util.concurrent.CompletionException(ex);
-            }
-        });
-        assertThat(held.await(5, TimeUnit.SECONDS)).isTrue();
-
-        TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest.signal("STOP");
-        long stopped;
-        try {
-            stopped = stoppedAt.get(10, TimeUnit.SECONDS);
-        }
-        finally {
-            TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest.signal("CONT");
-        }
-
-        assertThat(lossClock.reportedAt.isDone()).as("reported lost").isTrue();
-        assertThat(Duration.ofNanos(stopped - lossClock.reportedAt.getNow(0L)))
-                .as("from the report to the code's stop").isLessThan(Duration.ofMillis(500));
-        assertThat(call).failsWithin(Duration.ofSeconds(10)).withThrowableThat().havingCause()
-                .isInstanceOf(LockLeaseLostException.class)
-                .withMessageStartingWith("Lock 'lock:stalled' was lost while its code ran")
-                .withCauseInstanceOf(InterruptedException.class);
-    }
-
-    /** When the first loss was reported. */
-    static class LossClock implements LockListener {
-
-        final CompletableFuture<Long> reportedAt = new CompletableFuture<>();
-
-        @Override
-        public void onLeaseLost(LockEvent event) {
-            reportedAt.complete(System.nanoTime());
-        }
+        InterruptOnLeaseLossCheck.on(locks, lossClock).run("stalled", Duration.ofMillis(500),
+                () -> TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest.signal("STOP"),
+                () -> TimedOutCallsOnAStalledRedisLeaveNoLockBehindTest.signal("CONT"));
     }
 
     @TestConfiguration
     static class Config {
 
         @Bean
-        LossClock lossClock() {
-            return new LossClock();
+        InterruptOnLeaseLossCheck.LossClock lossClock() {
+            return new InterruptOnLeaseLossCheck.LossClock();
         }
     }
 }
