@@ -83,7 +83,8 @@ final class ChaosRun {
                     + " lost_updates=" + verdict.lostUpdates() + " lease_losses=" + verdict.lossesDetected() + "/"
                     + verdict.lossesReported() + " unreported_in_failover=" + verdict.lossesUnreportedInFailover()
                     + " recovery_ms=" + verdict.recoveryMs() + " acknowledged="
-                    + verdict.acknowledged() + " unexplained_overlaps=" + verdict.unexplained() + " phantoms="
+                    + verdict.acknowledged() + " unexplained_overlaps=" + verdict.unexplained() + " explained_by=" + verdict.explainedBy().entrySet().stream()
+                            .map(e -> e.getKey() + ":" + e.getValue()).collect(Collectors.joining(",")) + " phantoms="
                     + verdict.phantoms() + " duplicate_tokens=" + verdict.duplicateTokens() + " seconds="
                     + duration.toSeconds() + " seed=" + seed;
         }

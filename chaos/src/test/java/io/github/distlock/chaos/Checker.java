@@ -41,9 +41,12 @@ final class Checker {
     /** How long after its release a lease-loss report still counts for an operation. */
     private static final long REPORT_GRACE_US = 2_000_000;
 
+    /** A grant held up by a stall reaches its holder this soon after the stall ends (the lease: 3 s). */
+    private static final long GRANT_AFTER_STALL_US = 3_000_000;
+
     record Verdict(boolean fenced, int ops, int acknowledged, int overlaps, int unexplained, int staleAccepted,
             int lostUpdates, int phantoms, int duplicateTokens, int lossesDetected, int lossesReported,
-            int lossesUnreportedInFailover, long recoveryMs, List<String> examples) {
+            int lossesUnreportedInFailover, long recoveryMs, Map<String, Integer> explainedBy, List<String> examples) {
 
         /** Losses neither reported nor explained by a server fault: a defect. */
         int lossesUnreportedUnexplained() {
@@ -66,25 +69,35 @@ final class Checker {
         int phantoms = 0;
         int duplicates = 0;
         Set<Op> detected = new HashSet<>();
+        Map<String, Integer> explainedBy = new TreeMap<>();
         List<String> examples = new ArrayList<>();
         long recovery = 0;
         for (Map.Entry<String, List<Op>> entry : byKey.entrySet()) {
             String key = entry.getKey();
             List<Op> held = entry.getValue().stream().filter(op -> op.acquired >= 0)
                     .sorted(Comparator.comparingLong(op -> op.acquired)).toList();
+            // every pair of holders at once is judged on its own: one pair explained by a stall must not hide another
+            // pair of healthy holders at the same time
             for (int i = 0; i < held.size(); i++) {
                 Op later = held.get(i);
+                boolean overlapped = false;
                 for (int j = 0; j < i; j++) {
                     Op earlier = held.get(j);
                     if (later.acquired < end(earlier, history)) {
-                        overlaps++;
+                        overlapped = true;
                         detected.add(loser(earlier, later, history));
-                        if (!explained(earlier, later, history, leaseUs)) {
+                        String why = explanation(earlier, later, history);
+                        if (why == null) {
                             unexplained++;
                             example(examples, "unexplained overlap: " + earlier + " / " + later);
                         }
-                        break;
+                        else {
+                            explainedBy.merge(why, 1, Integer::sum);
+                        }
                     }
+                }
+                if (overlapped) {
+                    overlaps++;
                 }
             }
             if (fenced) {
@@ -157,7 +170,8 @@ final class Checker {
             }
         }
         return new Verdict(fenced, ops.size(), acknowledged, overlaps, unexplained, stale, lost, phantoms, duplicates,
-                alive.size(), reported, unreportedInFailover, (recovery < 0) ? -1 : recovery / 1000, examples);
+                alive.size(), reported, unreportedInFailover, (recovery < 0) ? -1 : recovery / 1000, Map.copyOf(explainedBy),
+                examples);
     }
 
     private static long reportDeadline(Op op) {
@@ -174,7 +188,7 @@ final class Checker {
         long end = (op.ended >= 0) ? op.ended : op.sectionEnd;
         for (Fault fault : history.faults()) {
             long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
-            if (!fault.kind().endsWith("-client") && fault.started() < end && healed > op.acquired - leaseUs) {
+            if (!fault.kind().endsWith("-client") && fault.started() < end && healed > op.acquired) {
                 return true;
             }
         }
@@ -202,7 +216,7 @@ final class Checker {
         if (heldThroughStall(earlier, later.acquired, history)) {
             return earlier;
         }
-        return lateGrant(earlier, later, history) ? later : earlier;
+        return grantHeldUp(later, history) ? later : earlier;
     }
 
     /** Whether the operation's client was paused or cut off while the operation held, before {@code before}. */
@@ -218,14 +232,16 @@ final class Checker {
     }
 
     /**
-     * Whether the later holder's grant was held up: its client was paused or cut off while it waited, until after the
-     * earlier holder got the lock. Its lease ran out before the reply reached it (as if paused right after acquiring).
+     * Whether the operation's grant was held up by a stall of its client: paused or cut off after it asked for the lock,
+     * the grant arriving within a lease of the stall's end. Its lease ran out before the reply reached it (as if it had
+     * been paused right after acquiring).
      */
-    private static boolean lateGrant(Op earlier, Op later, History history) {
+    private static boolean grantHeldUp(Op op, History history) {
+        long asked = (op.invoked >= 0) ? op.invoked : op.acquired;
         for (Fault fault : history.faults()) {
             long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
-            if (fault.target().equals(later.client) && isStall(fault) && fault.started() < later.acquired
-                    && healed > earlier.acquired && (later.invoked < 0 || healed > later.invoked)) {
+            if (fault.target().equals(op.client) && isStall(fault) && fault.started() < op.acquired && healed > asked
+                    && op.acquired - healed <= GRANT_AFTER_STALL_US) {
                 return true;
             }
         }
@@ -237,36 +253,25 @@ final class Checker {
     }
 
     /**
-     * Whether an overlap is the documented limit: one of the two holders' clients was paused or cut off (longer than the
-     * lease, as every such fault here) from before the later acquisition until after that holder had asked for the
-     * lock — it held through the stall, or its grant was held up by it and arrived after its lease had run out — or a
-     * server was killed, cut off or failed over between a lease before the earlier holder's acquisition and the later
-     * one's.
+     * Why an overlap is the documented limit, or {@code null} when it is not: {@code stall} — one of the two holders'
+     * clients was paused or cut off (longer than the lease, as every such fault here) while it held, or while it
+     * waited with its grant arriving within a lease of the stall's end (a grant held up by the stall, its lease run out
+     * before the reply came); {@code server} — a server was killed, cut off or failed over while the earlier holder
+     * held (a session or lease that expired with its server away; on Redis, a failover's split brain).
      */
-    private static boolean explained(Op earlier, Op later, History history, long leaseUs) {
-        if (stalled(earlier, later.acquired, history) || stalled(later, later.acquired, history)) {
-            return true;
+    private static String explanation(Op earlier, Op later, History history) {
+        if (heldThroughStall(earlier, later.acquired, history) || grantHeldUp(earlier, history)
+                || grantHeldUp(later, history)) {
+            return "stall";
         }
         for (Fault fault : history.faults()) {
             long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
             boolean serverFault = !fault.kind().endsWith("-client");
-            if (serverFault && fault.started() < later.acquired && healed > earlier.acquired - leaseUs) {
-                return true;
+            if (serverFault && fault.started() < later.acquired && healed > earlier.acquired) {
+                return "server";
             }
         }
-        return false;
-    }
-
-    /** Whether the operation's client was paused or cut off after the operation asked for its lock and before {@code before}. */
-    private static boolean stalled(Op op, long before, History history) {
-        long asked = (op.invoked >= 0) ? op.invoked : op.acquired;
-        for (Fault fault : history.faults()) {
-            long healed = (fault.healed() >= 0) ? fault.healed() : Long.MAX_VALUE;
-            if (fault.target().equals(op.client) && isStall(fault) && fault.started() < before && healed > asked) {
-                return true;
-            }
-        }
-        return false;
+        return null;
     }
 
     private static void example(List<String> examples, String text) {

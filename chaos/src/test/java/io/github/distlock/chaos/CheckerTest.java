@@ -116,6 +116,30 @@ class CheckerTest {
     }
 
     @Test
+    void aDoubleGrantBetweenTwoHealthyClientsIsNotHiddenByAPausedThirdHolder() throws IOException {
+        // c1 holds u0 from 1000 and is paused 1500-9000 (explained); c2 and c3, never stalled, both hold it from 5000
+        Files.writeString(dir.resolve("c2.history"), String.join("\n", "ACQ c2-0-0 u0 5000 -1",
+                "CS c2-0-0 u0 6000 ok 1") + "\n");
+        Files.writeString(dir.resolve("c3.history"), String.join("\n", "ACQ c3-0-0 u0 5500 -1",
+                "CS c3-0-0 u0 6500 ok 2") + "\n");
+        Verdict verdict = check("FAULT pause-client c1 1500\nHEAL pause-client c1 9000\n", Map.of("u0", List.of()),
+                false, "ACQ c1-0-0 u0 1000 -1", "CS c1-0-0 u0 9100 ok 3", "LOST - chaos:u0 9150");
+        assertThat(verdict.unexplained()).isEqualTo(1);
+        assertThat(verdict.examples()).anyMatch(text -> text.startsWith("unexplained overlap: c2-0-0"));
+    }
+
+    @Test
+    void aStallLongOverBeforeTheGrantExplainsNothing() throws IOException {
+        // c2 was paused from 1 s to 4 s while it waited, and granted at 10 s: two leases after; c1 was never stalled
+        Files.writeString(dir.resolve("c2.history"), String.join("\n", "INV c2-0-0 u0 900000",
+                "ACQ c2-0-0 u0 10000000 -1", "CS c2-0-0 u0 10100000 ok 1") + "\n");
+        Verdict verdict = check("FAULT pause-client c2 1000000\nHEAL pause-client c2 4000000\n",
+                Map.of("u0", List.of()), false, "ACQ c1-0-0 u0 9000000 -1", "CS c1-0-0 u0 11000000 ok 2",
+                "LOST - chaos:u0 11050000");
+        assertThat(verdict.unexplained()).isEqualTo(1);
+    }
+
+    @Test
     void aReportedLossCountsAndAnOverlapWithoutAFaultIsUnexplained() throws IOException {
         Verdict verdict = check("", Map.of("u0", List.of("c1-0-0", "c1-1-0")), false,
                 "ACQ c1-0-0 u0 1000 -1", "ACQ c1-1-0 u0 5000 -1", "CS c1-1-0 u0 5100 ok 1",
