@@ -65,6 +65,12 @@ public final class DistlockLock implements DistributedLock {
     /** Whether {@link #held} has a fixed lease (no watchdog renewal). */
     private boolean fixedLease;
 
+    /** A re-entry found the backend hold lost (owner thread only): the outermost unlock reports it. */
+    private boolean lossSeen;
+
+    /** The depth of the hold that was lost: a hold taken anew after the loss backs it, not the re-entry's. */
+    private int lostAtDepth;
+
     volatile long lastUsed = System.currentTimeMillis();
 
     DistlockLock(LockTemplate template, String key, LockOptions options) {
@@ -204,7 +210,11 @@ public final class DistlockLock implements DistributedLock {
             if (hold.stillHeld()) {
                 return true;
             }
-            // lost: give back what is left (touches nothing of another owner) and take it anew below
+            // lost: give back what is left (touches nothing of another owner) and take it anew below, for the
+            // outermost hold (a nested unlock must not leave the outer hold without a backend lock), and remember the
+            // loss for the outermost unlock to report
+            lostAtDepth = heldAtDepth;
+            lossSeen = true;
             held = null;
             hold.releaseAsync();
         }
@@ -219,8 +229,11 @@ public final class DistlockLock implements DistributedLock {
             taken = interruptible ? acquisition.get() : acquisition.join();
         }
         catch (InterruptedException ex) {
-            // cancelling gives back whatever the backend still grants
-            acquisition.cancel(false);
+            // cancelling gives back whatever the backend still grants; a grant that completed as the interrupt came
+            // is not given back by a cancellation (it is the caller's): give it back here, or nobody ever would
+            if (!acquisition.cancel(false) && acquisition.isDone() && !acquisition.isCompletedExceptionally()) {
+                acquisition.join().releaseAsync();
+            }
             throw ex;
         }
         catch (ExecutionException | CompletionException ex) {
@@ -237,7 +250,7 @@ public final class DistlockLock implements DistributedLock {
             throw new IllegalStateException("Could not acquire '" + fullKey + "'", cause);
         }
         held = taken;
-        heldAtDepth = local.getHoldCount();
+        heldAtDepth = lossSeen ? lostAtDepth : local.getHoldCount();
         fixedLease = ttl != null;
         return true;
     }
@@ -263,6 +276,12 @@ public final class DistlockLock implements DistributedLock {
                 held = null;
                 lost = hold.lostWhileHeld();
                 hold.releaseAsync().join();
+                // a loss found by the release itself (a lease overdue when it was given back) is known now
+                lost |= hold.lostWhileHeld();
+            }
+            if (local.getHoldCount() == 1) {
+                lost |= lossSeen;
+                lossSeen = false;
             }
         }
         finally {

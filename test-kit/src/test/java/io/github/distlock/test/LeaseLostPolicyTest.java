@@ -101,6 +101,27 @@ class LeaseLostPolicyTest {
     }
 
     @Test
+    void anInterruptTheThreadAlreadyHadWhenTheLossCameIsKept() throws Exception {
+        CountDownLatch running = new CountDownLatch(1);
+        CountDownLatch lost = new CountDownLatch(1);
+        Future<String> call = pool.submit(() -> template.execute("job", interrupt, () -> {
+            // another party's interrupt (a cancellation, a shutdown) arrives first, and the code does not look at it
+            Thread.currentThread().interrupt();
+            running.countDown();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (lost.getCount() > 0 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            return "done";
+        }) + ", interrupted afterwards: " + Thread.currentThread().isInterrupted());
+        assertThat(running.await(5, TimeUnit.SECONDS)).isTrue();
+        locks.onKey("lock:job").loseLease();
+        lost.countDown();
+
+        assertThat(call.get(5, TimeUnit.SECONDS)).isEqualTo("done, interrupted afterwards: true");
+    }
+
+    @Test
     void aLossReportedAfterTheCodeReturnedInterruptsNothing() throws Exception {
         // the minimum hold keeps the lock after the code returned, so its loss is reported then
         LockOptions heldOn = interrupt.withHoldAtLeast(Duration.ofSeconds(30));
