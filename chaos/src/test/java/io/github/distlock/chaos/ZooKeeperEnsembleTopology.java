@@ -1,17 +1,13 @@
 package io.github.distlock.chaos;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 
+import io.github.distlock.testsupport.ZooKeeperRole;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
 
@@ -97,21 +93,9 @@ final class ZooKeeperEnsembleTopology implements Topology {
                 });
     }
 
-    /** A server's role from its {@code srvr} command: leader, follower, or null when it does not answer. */
+    /** A server's role: "leader", "follower", or null when down. */
     static String mode(InstanceSpec spec) {
-        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), spec.getPort())) {
-            socket.setSoTimeout(2000);
-            OutputStream out = socket.getOutputStream();
-            out.write("srvr".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            InputStream in = socket.getInputStream();
-            String answer = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
-            return answer.lines().filter(line -> line.startsWith("Mode: ")).map(line -> line.substring(6).trim())
-                    .findFirst().orElse(null);
-        }
-        catch (IOException ex) {
-            return null;
-        }
+        return ZooKeeperRole.of(spec.getPort());
     }
 
     @Override

@@ -272,13 +272,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         Set<String> locked = new TreeSet<>();
         table.mutex.lock();
         try {
-            long now = System.nanoTime();
-            for (InMemoryKeyState state : List.copyOf(table.keys.values())) {
-                table.leases.purgeExpired(state, now, afterwards);
-                if (!state.holds.isEmpty()) {
-                    locked.add(state.key);
-                }
-            }
+            locked.addAll(liveKeys(afterwards));
         }
         finally {
             table.mutex.unlock();
@@ -365,6 +359,19 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         return taken.size();
     }
 
+    /** The keys held now, their expired leases purged first; under the mutex. */
+    private List<String> liveKeys(List<Runnable> afterwards) {
+        long now = System.nanoTime();
+        List<String> live = new ArrayList<>();
+        for (InMemoryKeyState state : List.copyOf(table.keys.values())) {
+            table.leases.purgeExpired(state, now, afterwards);
+            if (!state.holds.isEmpty()) {
+                live.add(state.key);
+            }
+        }
+        return live;
+    }
+
     /**
      * For {@link LockRecorder}: what the calling thread, which runs under {@code heldKeys}, holds of this provider, and
      * every key the provider holds; under the mutex, so that the two agree.
@@ -375,13 +382,7 @@ public class InMemoryLockProvider implements LockProvider, AutoCloseable {
         Set<String> providerKeys = new TreeSet<>();
         table.mutex.lock();
         try {
-            long now = System.nanoTime();
-            for (InMemoryKeyState state : List.copyOf(table.keys.values())) {
-                table.leases.purgeExpired(state, now, afterwards);
-                if (!state.holds.isEmpty()) {
-                    providerKeys.add(state.key);
-                }
-            }
+            providerKeys.addAll(liveKeys(afterwards));
             for (String key : heldKeys) {
                 long token = io.github.distlock.LockContext.fencingToken(key).orElse(-1);
                 held.add(recorded(key, token));

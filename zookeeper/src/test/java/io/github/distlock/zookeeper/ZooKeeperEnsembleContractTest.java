@@ -1,12 +1,8 @@
 package io.github.distlock.zookeeper;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 
+import io.github.distlock.testsupport.ZooKeeperRole;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
 import org.apache.zookeeper.CreateMode;
@@ -58,20 +54,9 @@ class ZooKeeperEnsembleContractTest extends ZooKeeperContractTestBase {
         }
     }
 
-    /** A server's role, from its {@code srvr} command (on by default): "leader", "follower", or null when down. */
+    /** A server's role: "leader", "follower", or null when down. */
     static String mode(InstanceSpec spec) {
-        try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), spec.getPort())) {
-            OutputStream out = socket.getOutputStream();
-            out.write("srvr".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            InputStream in = socket.getInputStream();
-            String answer = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
-            return answer.lines().filter(line -> line.startsWith("Mode: ")).map(line -> line.substring(6).trim())
-                    .findFirst().orElse(null);
-        }
-        catch (IOException ex) {
-            return null;
-        }
+        return ZooKeeperRole.of(spec.getPort());
     }
 
     // The operator's calls (holders, force release, closing keys) are the same requests on one server and on a
