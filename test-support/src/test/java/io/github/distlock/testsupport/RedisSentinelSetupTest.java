@@ -9,7 +9,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class RedisSentinelSetupTest {
 
     @RegisterExtension
@@ -59,14 +58,14 @@ class RedisSentinelSetupTest {
     }
 
     @Test
-    void killedMasterIsReplacedByTheReplicaRejoinsAsItsReplicaWhenRestartedAndCloseLeavesNothingBehind() {
+    void killedMasterIsReplacedByTheReplicaAndCloseLeavesNothingBehind() {
         long startedAt = System.nanoTime();
         RedisSentinelSetup redis = RedisSentinelSetup.start();
         System.out.printf("master + replica + 3 sentinels started in %d ms%n", millisSince(startedAt));
         List<RedisServer> servers = new ArrayList<>(redis.sentinels());
         servers.add(redis.master());
         servers.add(redis.replica());
-        List<Long> pids = new ArrayList<>(servers.stream().map(RedisServer::pid).toList());
+        List<Long> pids = servers.stream().map(RedisServer::pid).toList();
         try {
             try (RespClient master = RespClient.connect(redis.master().port())) {
                 master.call("SET", "order:2", "paid");
@@ -90,23 +89,6 @@ class RedisSentinelSetupTest {
                 assertThat((List<?>) RespClient.callOnce(sentinel.port(), "SENTINEL", "SENTINELS", redis.masterName()))
                         .hasSize(2);
             }
-
-            long restartedAt = System.nanoTime();
-            killed.restart();
-            // back empty and a master of its own, until a sentinel converts it
-            assertThat(role(killed)).isEqualTo("master");
-            redis.awaitReplica(killed, Duration.ofSeconds(30));
-            System.out.printf("killed master restarted -> a replica of the new master, synced, in %d ms%n",
-                    millisSince(restartedAt));
-            assertThat(role(killed)).isEqualTo("slave");
-            assertThat(redis.currentMaster()).isSameAs(promoted);
-            assertThat(RespClient.callOnce(killed.port(), "GET", "order:2")).isEqualTo("paid");
-            pids.set(3, killed.pid());
-            RedisServer sentinel = redis.sentinels().get(0);
-            assertThatThrownBy(() -> redis.awaitReplica(sentinel, Duration.ofSeconds(1)))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessage("RedisSentinelSetup.awaitReplica(server): " + sentinel
-                            + " is neither the master nor the replica of " + redis);
         }
         finally {
             long closingAt = System.nanoTime();
