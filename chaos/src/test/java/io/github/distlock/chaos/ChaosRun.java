@@ -159,7 +159,22 @@ final class ChaosRun {
                 fault.join();
             }
             topology.awaitServing(Duration.ofSeconds(60));
-            log("HEALED " + now());
+            long healed = now();
+            log("HEALED " + healed);
+            // calm until every key was written again (granted again), within the bound the checker holds the run to,
+            // then for the calm asked for
+            List<String> keys = new ArrayList<>();
+            for (int k = 0; k < KEYS; k++) {
+                keys.add("f" + k);
+                keys.add("u" + k);
+            }
+            try {
+                await("every key granted again after the last heal").atMost(RECOVERY_BOUND.plusSeconds(5))
+                        .pollInterval(Duration.ofMillis(50)).until(() -> store.allWrittenSince(keys, healed));
+            }
+            catch (org.awaitility.core.ConditionTimeoutException ex) {
+                errors.add("not every key was granted again within " + RECOVERY_BOUND + " of the last heal");
+            }
             sleep(calm.toMillis());
             List<ClientProcess> last = new ArrayList<>(clients);
             for (ClientProcess client : last) {

@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The chaos runs: each topology under combined faults, its history checked. By default the short run (every topology
- * for {@code 15 s} of faults and a calm {@code 8 s}); {@code -Dchaos.topology=etcd/cluster,...} picks topologies,
+ * for {@code 10 s} of faults, then calm until every key was granted again and {@code 2 s} more); {@code -Dchaos.topology=etcd/cluster,...} picks topologies,
  * {@code -Dchaos.duration=PT5M} sets the fault phase, {@code -Dchaos.seed=N} replays a schedule. Run with the chaos
  * profile, which runs this test alone: {@code ./mvnw -pl chaos -am verify -Pchaos -Dchaos.topology=etcd/cluster
  * -Dchaos.duration=PT5M}.
@@ -40,8 +40,8 @@ class ChaosTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("topologies")
     void historyUnderCombinedFaultsChecksOut(String name) throws Exception {
-        Duration faultPhase = Duration.parse(System.getProperty("chaos.duration", "PT15S"));
-        Duration calm = Duration.parse(System.getProperty("chaos.calm", "PT8S"));
+        Duration faultPhase = Duration.parse(System.getProperty("chaos.duration", "PT10S"));
+        Duration calm = Duration.parse(System.getProperty("chaos.calm", "PT2S"));
         long seed = Long.getLong("chaos.seed", System.nanoTime());
         Path dir = Path.of("target", "chaos", name.replace('/', '-') + "-"
                 + LocalDateTime.now().format(DateTimeFormatter.ofPattern("HHmmss")));

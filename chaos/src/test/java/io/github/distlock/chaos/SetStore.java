@@ -40,6 +40,7 @@ final class SetStore implements AutoCloseable {
 
     private static final class Entry {
         List<String> elements = List.of();
+        long lastWriteAt = Long.MIN_VALUE;
         long highestSeen = Long.MIN_VALUE;
         long lastWrite = Long.MIN_VALUE;
     }
@@ -79,6 +80,11 @@ final class SetStore implements AutoCloseable {
         return (entry != null) ? entry.elements : List.of();
     }
 
+    /** Whether every one of {@code keys} took a write at or after {@code since} (µs of the monotonic clock). */
+    synchronized boolean allWrittenSince(List<String> keys, long since) {
+        return keys.stream().allMatch(key -> entries.containsKey(key) && entries.get(key).lastWriteAt >= since);
+    }
+
     synchronized Map<String, List<String>> snapshot() {
         Map<String, List<String>> copy = new HashMap<>();
         entries.forEach((key, entry) -> copy.put(key, entry.elements));
@@ -116,6 +122,7 @@ final class SetStore implements AutoCloseable {
             entry.lastWrite = token;
         }
         entry.elements = List.copyOf(elements);
+        entry.lastWriteAt = ChaosRun.now();
         accepted.add(new Write(++seq, key, token, op));
         return "OK " + seq;
     }

@@ -1,6 +1,7 @@
 package io.github.distlock.kotlin
 
 import io.github.distlock.DistributedLock
+import io.github.distlock.LeaseLostPolicy
 import io.github.distlock.LockAcquisitionException
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit
@@ -49,6 +50,18 @@ class Accounts {
         entered.complete(Unit)
         fail.await()
         throw IllegalStateException("declined $id")
+    }
+
+    /** Waits until it is cancelled: by its lock's loss, with CANCEL. */
+    @DistributedLock(key = "'acct:' + #id", onLeaseLost = LeaseLostPolicy.CANCEL)
+    suspend fun workUntilCancelled(id: String, entered: CompletableDeferred<Unit>, stopped: CompletableDeferred<Unit>):
+            String {
+        try {
+            entered.complete(Unit)
+            awaitCancellation()
+        } finally {
+            stopped.complete(Unit)
+        }
     }
 
     /** Cancelled while it waits; its clean-up then goes on, and must still run under the lock. */
