@@ -24,7 +24,7 @@ class SuspendFunctionsOnInMemoryLocksTest : CoroutineLockingChecks() {
     lateinit var provider: InMemoryLockProvider
 
     @Test
-    fun `a suspend function whose lease is lost under CANCEL is cancelled and its caller told why`() = runBlocking {
+    fun `a suspend function whose lease is lost under CANCEL is cancelled and its caller told why`() = runBlocking<Unit> {
         val entered = CompletableDeferred<Unit>()
         val stopped = CompletableDeferred<Unit>()
         val call = async { runCatching { accounts.workUntilCancelled("lost", entered, stopped) } }
