@@ -33,6 +33,9 @@ public final class LockDurations {
     /** {@link #FOR_EVER} in nanoseconds, below {@code Long.MAX_VALUE / 2} so that {@code nanoTime} arithmetic wraps safely. */
     public static final long FOR_EVER_NANOS = FOR_EVER.toNanos();
 
+    /** {@code -FOR_EVER}, made once: {@link Duration#negated()} goes through {@code BigDecimal} on every call. */
+    private static final Duration MINUS_FOR_EVER = FOR_EVER.negated();
+
     /** One millisecond in nanoseconds: the shortest lease, and the shortest non-zero wait or hold users may write. */
     public static final long ONE_MILLI_NANOS = 1_000_000L;
 
@@ -71,7 +74,7 @@ public final class LockDurations {
         if (duration.compareTo(FOR_EVER) >= 0) {
             return FOR_EVER_NANOS;
         }
-        if (duration.compareTo(FOR_EVER.negated()) <= 0) {
+        if (duration.compareTo(MINUS_FOR_EVER) <= 0) {
             return -FOR_EVER_NANOS;
         }
         return duration.toNanos();
