@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import io.github.distlock.observation.LockCallOutcome;
 import io.github.distlock.observation.LockObservationContext;
 import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 
@@ -30,6 +31,8 @@ final class ActiveCall implements HeldLock {
     final LockHandle[] handles;
     final LockOptions options;
     final long owner;
+    /** {@link #owner} as the backend is asked for it: made once per call, for each of its keys. */
+    final LockOwner lockOwner;
     final long leaseNanos;
     /** The one wait of every key of the call; later keys get what is left of it. */
     final long waitNanos;
@@ -70,12 +73,13 @@ final class ActiveCall implements HeldLock {
         }
     }
 
-    ActiveCall(String[] keys, LockOptions options, long owner, long waitNanos, long leaseNanos, long start,
+    ActiveCall(String[] keys, LockOptions options, LockOwner owner, long waitNanos, long leaseNanos, long start,
             Observation observation, ObservationRegistry observationRegistry, LockReleaser releaser) {
         this.keys = keys;
         this.handles = new LockHandle[keys.length];
         this.options = options;
-        this.owner = owner;
+        this.owner = owner.id();
+        this.lockOwner = owner;
         this.waitNanos = waitNanos;
         this.leaseNanos = leaseNanos;
         this.thread = Thread.currentThread().getName();

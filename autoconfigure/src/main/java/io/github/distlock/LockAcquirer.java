@@ -1,6 +1,7 @@
 package io.github.distlock;
 
 import java.time.Duration;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
@@ -42,6 +43,9 @@ final class LockAcquirer {
      * renewed for a caller that is gone) and keeps the interrupt.
      */
     ActiveCall takeBlocking(String[] keys, LockOptions options) {
+        if (keys.length == 1) {
+            return takeOne(keys, options);
+        }
         CompletableFuture<ActiveCall> acquisition = take(keys, options);
         try {
             return acquisition.get();
@@ -67,34 +71,130 @@ final class LockAcquirer {
     }
 
     /**
+     * {@link #takeBlocking} of one key, the common call: the calling thread waits on the provider's future itself and
+     * does the bookkeeping, so the thread that completes it (a client's event loop) only wakes the caller and runs no
+     * code of ours, and a call makes no future or callback of its own. Same outcomes, listeners and call ends as the
+     * chain of {@link #take}.
+     */
+    private ActiveCall takeOne(String[] keys, LockOptions options) {
+        ActiveCall call = start(keys, options);
+        String key = keys[0];
+        CompletableFuture<LockHandle> acquisition;
+        try {
+            acquisition = provider.acquire(request(call, key));
+        }
+        catch (IllegalArgumentException ex) {
+            // a key or an option the backend refuses: the caller's mistake, not an outage
+            registry.end(call, LockCallOutcome.ERROR, null);
+            throw ex;
+        }
+        catch (RuntimeException ex) {
+            throw failedOne(call, key, ex);
+        }
+        LockHandle handle;
+        try {
+            handle = acquisition.get();
+        }
+        catch (InterruptedException ex) {
+            abandonOne(call, acquisition);
+            Thread.currentThread().interrupt();
+            notifier.notifyWaited(LockListener::onNotAcquired, key, System.nanoTime(), ex);
+            throw new LockAcquisitionException(key, Duration.ofNanos(call.waitNanos), ex);
+        }
+        catch (ExecutionException ex) {
+            throw failedOne(call, key, ex.getCause());
+        }
+        catch (CancellationException ex) {
+            throw failedOne(call, key, ex);
+        }
+        if (handle == null) {
+            notifier.notifyWaited(LockListener::onNotAcquired, key, call.start, null);
+            call.failedAt(key);
+            registry.end(call, LockCallOutcome.NOT_ACQUIRED, null);
+            return call;
+        }
+        call.handles[0] = handle;
+        call.acquired(System.nanoTime());
+        return call;
+    }
+
+    /**
+     * Stops the backend's wait for a caller that stopped waiting; a lock granted before the cancel is given back (never
+     * left held and renewed for a caller that is gone).
+     */
+    private void abandonOne(ActiveCall call, CompletableFuture<LockHandle> acquisition) {
+        if (acquisition.cancel(false)) {
+            registry.end(call, LockCallOutcome.CANCELLED, null);
+            return;
+        }
+        LockHandle late = null;
+        try {
+            late = acquisition.getNow(null);
+        }
+        catch (RuntimeException failed) {
+            // completed without a lock: nothing to give back
+        }
+        if (late != null) {
+            call.handles[0] = late;
+            releaser.releasePartial(call, 1, LockCallOutcome.CANCELLED);
+        }
+        else {
+            registry.end(call, LockCallOutcome.CANCELLED, null);
+        }
+    }
+
+    /** What {@link #failTaking} does for the only key of a call, on the calling thread; returns what to throw. */
+    private RuntimeException failedOne(ActiveCall call, String key, Throwable failure) {
+        notifier.notifyWaited(LockListener::onNotAcquired, key, call.start, failure);
+        // a closed key is an answer, not an outage: the caller gets it as it is
+        if (failure instanceof LockKeyClosedException closed) {
+            registry.end(call, LockCallOutcome.NOT_ACQUIRED, null);
+            return closed;
+        }
+        registry.end(call, LockCallOutcome.ERROR, null);
+        return new LockBackendException(key, failure);
+    }
+
+    /**
      * Takes every key of {@code keys} (sorted, distinct) for one new owner, one after the other, within one wait. The
      * future never completes exceptionally for contention: the call names the key that could not be had
      * ({@link ActiveCall#failedKey()}), and the keys taken before it have been released.
      */
     CompletableFuture<ActiveCall> take(String[] keys, LockOptions options) {
+        ActiveCall call = start(keys, options);
+        CompletableFuture<ActiveCall> result = new CompletableFuture<>();
+        takeFrom(0, call, result);
+        return result;
+    }
+
+    /** A new call for a new owner, registered as waiting (and observed, with a registry) from now on. */
+    private ActiveCall start(String[] keys, LockOptions options) {
         long waitNanos = waitNanos(options);
         long leaseNanos = leaseNanos(options);
         LockOwner owner = LockOwner.next();
         long start = System.nanoTime();
         ObservationRegistry observationRegistry = notifier.observationRegistry();
-        ActiveCall call = new ActiveCall(keys, options, owner.id(), waitNanos, leaseNanos, start,
+        ActiveCall call = new ActiveCall(keys, options, owner, waitNanos, leaseNanos, start,
                 notifier.startObservation(keys, options, observationRegistry), observationRegistry, releaser);
         registry.add(call);
-        CompletableFuture<ActiveCall> result = new CompletableFuture<>();
-        takeFrom(0, call, owner, result);
-        return result;
+        return call;
     }
 
-    private void takeFrom(int index, ActiveCall call, LockOwner owner, CompletableFuture<ActiveCall> result) {
-        String key = call.keys[index];
+    /** The request for {@code key} of {@code call}, with what is left of the call's one wait. */
+    private static LockRequest request(ActiveCall call, String key) {
         LockOptions options = call.options;
         // one wait for all keys: later keys get what is left of it, and "try once" stays "try once" for each
         long waitNanos = (call.waitNanos == 0) ? 0
                 : Math.max(0, call.waitNanos - (System.nanoTime() - call.start));
+        return new LockRequest(key, waitNanos, call.leaseNanos, options.fenced(), options.type(), call.lockOwner,
+                options.permits());
+    }
+
+    private void takeFrom(int index, ActiveCall call, CompletableFuture<ActiveCall> result) {
+        String key = call.keys[index];
         CompletableFuture<LockHandle> acquisition;
         try {
-            acquisition = provider.acquire(new LockRequest(key, waitNanos, call.leaseNanos, options.fenced(),
-                    options.type(), owner, options.permits()));
+            acquisition = provider.acquire(request(call, key));
         }
         catch (IllegalArgumentException ex) {
             // a key or an option the backend refuses: the caller's mistake, not an outage
@@ -143,7 +243,7 @@ final class LockAcquirer {
                     releaser.releasePartial(call, index + 1, LockCallOutcome.CANCELLED);
                 }
                 else {
-                    takeFrom(index + 1, call, owner, result);
+                    takeFrom(index + 1, call, result);
                 }
             }
         });
