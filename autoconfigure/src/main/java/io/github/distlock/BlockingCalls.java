@@ -31,20 +31,25 @@ final class BlockingCalls {
     /** Runs {@code callback} under every key of {@code keys} (full keys, distinct, in their global order). */
     <T, E extends Throwable> LockResult<T> run(String[] keys, LockOptions options, LockCallback<T, E> callback,
             boolean throwWhenNotAcquired) throws E {
-        LockContext.Frame[] reentered = new LockContext.Frame[keys.length];
+        // made only for a call that re-enters: most calls are not nested
+        LockContext.Frame[] reentered = null;
         int missing = 0;
         for (int i = 0; i < keys.length; i++) {
-            reentered[i] = LockContext.reentry(provider, keys[i], options.type(), options.permits());
-            if (reentered[i] == null) {
+            LockContext.Frame held = LockContext.reentry(provider, keys[i], options.type(), options.permits());
+            if (held == null) {
                 missing++;
             }
             else {
-                checkStillHeld(keys[i], reentered[i].handle());
+                if (reentered == null) {
+                    reentered = new LockContext.Frame[keys.length];
+                }
+                reentered[i] = held;
+                checkStillHeld(keys[i], held.handle());
             }
         }
         ActiveCall taken = null;
         if (missing > 0) {
-            String[] toTake = (missing == keys.length) ? keys : missing(keys, reentered, missing);
+            String[] toTake = (reentered == null) ? keys : missing(keys, reentered, missing);
             taken = acquirer.takeBlocking(toTake, options);
             if (taken.failedKey() != null) {
                 if (throwWhenNotAcquired) {
@@ -53,14 +58,18 @@ final class BlockingCalls {
                 return LockResult.notAcquired();
             }
         }
-        if (options.fenced()) {
+        if (options.fenced() && reentered != null) {
             issueTokensForReentry(keys, reentered, taken);
         }
-        LockContext.Frame[] frames = new LockContext.Frame[keys.length];
+        // the frames of one call are pushed one on the other: popping the first pops them all
+        LockContext.Frame first = null;
         try {
             for (int i = 0; i < keys.length; i++) {
-                frames[i] = (reentered[i] != null) ? LockContext.enter(reentered[i])
+                LockContext.Frame frame = (reentered != null && reentered[i] != null) ? LockContext.enter(reentered[i])
                         : LockContext.enter(provider, taken, taken.indexOf(keys[i]));
+                if (first == null) {
+                    first = frame;
+                }
             }
             CodeInterrupt interrupt = null;
             if (taken != null) {
@@ -89,10 +98,8 @@ final class BlockingCalls {
         }
         finally {
             try {
-                for (int i = frames.length - 1; i >= 0; i--) {
-                    if (frames[i] != null) {
-                        LockContext.exit(frames[i]);
-                    }
+                if (first != null) {
+                    LockContext.exit(first);
                 }
             }
             finally {

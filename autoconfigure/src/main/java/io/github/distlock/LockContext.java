@@ -262,6 +262,7 @@ public final class LockContext {
         forgetIfEmpty(held);
     }
 
+    /** Pops {@code frame} and every frame entered on top of it since. */
     static void exit(Frame frame) {
         Held held = HELD.get();
         if (held == null) {
