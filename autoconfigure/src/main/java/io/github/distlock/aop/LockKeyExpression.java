@@ -24,6 +24,7 @@ import org.springframework.expression.spel.SpelNode;
 import org.springframework.expression.spel.SpelParserConfiguration;
 import org.springframework.expression.spel.ast.InlineList;
 import org.springframework.expression.spel.ast.OpPlus;
+import org.springframework.expression.spel.ast.StringLiteral;
 import org.springframework.expression.spel.ast.VariableReference;
 import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
@@ -59,8 +60,23 @@ public final class LockKeyExpression {
     /** The parts of each key: one key for a plain expression, one per element of a top-level inline list. */
     private final SpelNode[][] keys;
     private final boolean inlineList;
+    /**
+     * Per part of {@link #keys}: the index of the parameter a part such as {@code #id} names, {@link #LITERAL} for a
+     * string literal, {@link #SPEL} for anything else. Literals and parameters are read without SpEL (same values),
+     * and a key made only of them builds no evaluation context at all.
+     */
+    private final int[][] sources;
+    /** Per part of {@link #keys}: the text of a string literal, or {@code null}. */
+    private final String[][] literals;
+    /** Whether some part needs SpEL to evaluate. */
+    private final boolean needsSpel;
     private final Map<String, Integer> parameterIndex;
     private final BeanResolver beanResolver;
+
+    /** In {@link #sources}: a string literal. */
+    private static final int LITERAL = -1;
+    /** In {@link #sources}: evaluated by SpEL. */
+    private static final int SPEL = -2;
 
     private LockKeyExpression(String source, String owner, Method method, SpelNode[][] keys, boolean inlineList,
             Map<String, Integer> parameterIndex, BeanResolver beanResolver) {
@@ -70,6 +86,32 @@ public final class LockKeyExpression {
         this.keys = keys;
         this.inlineList = inlineList;
         this.parameterIndex = parameterIndex;
+        this.sources = new int[keys.length][];
+        this.literals = new String[keys.length][];
+        boolean spel = false;
+        for (int k = 0; k < keys.length; k++) {
+            sources[k] = new int[keys[k].length];
+            literals[k] = new String[keys[k].length];
+            for (int i = 0; i < keys[k].length; i++) {
+                SpelNode part = keys[k][i];
+                String variable = (part instanceof VariableReference) ? part.toStringAST().substring(1) : null;
+                // #root and #this are SpEL's own, whatever the parameters are called
+                Integer parameter = (variable != null && !variable.equals("root") && !variable.equals("this"))
+                        ? parameterIndex.get(variable) : null;
+                if (part instanceof StringLiteral literal && literal.getLiteralValue().getValue() instanceof String text) {
+                    sources[k][i] = LITERAL;
+                    literals[k][i] = text;
+                }
+                else if (parameter != null) {
+                    sources[k][i] = parameter;
+                }
+                else {
+                    sources[k][i] = SPEL;
+                    spel = true;
+                }
+            }
+        }
+        this.needsSpel = spel;
         this.beanResolver = beanResolver;
     }
 
@@ -130,6 +172,26 @@ public final class LockKeyExpression {
     }
 
     private Object evaluateKeys(Object[] args, Object target, Class<?> targetClass) {
+        ExpressionState state = needsSpel ? state(args, target, targetClass) : null;
+        if (inlineList) {
+            List<String> all = new ArrayList<>(keys.length);
+            for (int k = 0; k < keys.length; k++) {
+                all.add(key(k, args, state));
+            }
+            return all;
+        }
+        SpelNode[] parts = keys[0];
+        if (parts.length == 1) {
+            Object value = value(0, 0, args, state);
+            if (value instanceof Collection<?> || (value != null && value.getClass().isArray())) {
+                return elements(parts[0], value);
+            }
+            return text(parts[0], value);
+        }
+        return key(0, args, state);
+    }
+
+    private ExpressionState state(Object[] args, Object target, Class<?> targetClass) {
         LockExpressionRoot root = new LockExpressionRoot(method, args, target, targetClass);
         StandardEvaluationContext context = new ParameterEvaluationContext(root, args, parameterIndex);
         context.setPropertyAccessors(PROPERTY_ACCESSORS);
@@ -137,32 +199,30 @@ public final class LockKeyExpression {
         if (beanResolver != null) {
             context.setBeanResolver(beanResolver);
         }
-        ExpressionState state = new ExpressionState(context, new TypedValue(root), CONFIGURATION);
-        if (inlineList) {
-            List<String> all = new ArrayList<>(keys.length);
-            for (SpelNode[] parts : keys) {
-                all.add(key(parts, state));
-            }
-            return all;
-        }
-        SpelNode[] parts = keys[0];
-        if (parts.length == 1) {
-            Object value = evaluate(parts[0], state);
-            if (value instanceof Collection<?> || (value != null && value.getClass().isArray())) {
-                return elements(parts[0], value);
-            }
-            return text(parts[0], value);
-        }
-        return key(parts, state);
+        return new ExpressionState(context, new TypedValue(root), CONFIGURATION);
     }
 
-    private String key(SpelNode[] parts, ExpressionState state) {
+    /** The value of part {@code i} of key {@code k}: a literal's text, a parameter's argument, or SpEL's value. */
+    private Object value(int k, int i, Object[] args, ExpressionState state) {
+        int source = sources[k][i];
+        if (source >= 0) {
+            return args[source];
+        }
+        return (source == LITERAL) ? literals[k][i] : evaluate(keys[k][i], state);
+    }
+
+    private String key(int k, Object[] args, ExpressionState state) {
+        SpelNode[] parts = keys[k];
         if (parts.length == 1) {
-            return text(parts[0], evaluate(parts[0], state));
+            return text(parts[0], value(k, 0, args, state));
+        }
+        if (parts.length == 2) {
+            // the common 'prefix:' + #id: one string, no builder
+            return text(parts[0], value(k, 0, args, state)).concat(text(parts[1], value(k, 1, args, state)));
         }
         StringBuilder key = new StringBuilder(64);
-        for (SpelNode part : parts) {
-            key.append(text(part, evaluate(part, state)));
+        for (int i = 0; i < parts.length; i++) {
+            key.append(text(parts[i], value(k, i, args, state)));
         }
         return key.toString();
     }
