@@ -18,6 +18,9 @@ import io.micrometer.observation.ObservationRegistry;
  * call for one new owner, one after the other in their global order, within one wait, on the provider's futures. The
  * first key that can't be had gives back those taken before it (all or none); a caller that stops waiting stops the
  * backend's wait and gets back nothing held.
+ *
+ * <p>A blocking call on one key, the common call, skips the chain: its thread waits on the provider's future and does
+ * the same bookkeeping itself ({@code takeOne}).
  */
 final class LockAcquirer {
 
