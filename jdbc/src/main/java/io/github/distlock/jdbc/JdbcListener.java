@@ -94,17 +94,14 @@ final class JdbcListener {
         return backendPid;
     }
 
-    /** Stops listening and gives the connection back, waiting a second at most for the thread to see it. */
+    /**
+     * Stops listening: the thread gives its connection back at the end of its current wait, within a quarter second,
+     * not waited for (a pool closed meanwhile aborts the connection, which ends the wait at once).
+     */
     void close() {
         closed = true;
         synchronized (this) {
             notifyAll();
-        }
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(1));
-        }
-        catch (InterruptedException ex) {
-            Thread.currentThread().interrupt();
         }
     }
 

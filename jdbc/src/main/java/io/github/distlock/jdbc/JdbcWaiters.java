@@ -54,10 +54,13 @@ final class JdbcWaiters {
      */
     void leave(JdbcAcquisition attempt, boolean acquired) {
         JdbcAcquisition[] next = new JdbcAcquisition[1];
+        boolean[] freed = new boolean[1];
         lines.computeIfPresent(attempt.request.key(), (key, line) -> {
             if (line.waiters.peekFirst() == attempt) {
                 line.waiters.pollFirst();
                 next[0] = line.waiters.peekFirst();
+                freed[0] = line.freedMeanwhile;
+                line.freedMeanwhile = false;
             }
             else {
                 line.waiters.remove(attempt);
@@ -65,7 +68,7 @@ final class JdbcWaiters {
             return line.waiters.isEmpty() ? null : line;
         });
         if (next[0] != null) {
-            next[0].promote(acquired);
+            next[0].promote(acquired && !freed[0]);
         }
     }
 
@@ -74,6 +77,10 @@ final class JdbcWaiters {
         JdbcAcquisition[] first = new JdbcAcquisition[1];
         lines.computeIfPresent(key, (ignored, line) -> {
             first[0] = line.waiters.peekFirst();
+            if (first[0] != null && first[0].future.isDone()) {
+                // acquired (and already released by its caller) but not yet out of the line: its leave() hands over
+                line.freedMeanwhile = true;
+            }
             return line;
         });
         if (first[0] != null) {
@@ -150,5 +157,7 @@ final class JdbcWaiters {
         /** Whether (and when, by {@link System#nanoTime()}) this line's waiters last told the other instances. */
         boolean announced;
         long announcedAt;
+        /** The key was freed while the first was done but not yet out of the line: the next tries at once. */
+        boolean freedMeanwhile;
     }
 }
