@@ -127,7 +127,7 @@ class PostgresReleaseWakesTheNextWaiterTest {
         try (JdbcLockProvider one = new JdbcLockProvider(db.dataSource());
                 JdbcLockProvider two = new JdbcLockProvider(db.dataSource())) {
             JdbcLockProvider[] providers = {one, two};
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000);
             List<Future<?>> running = new ArrayList<>();
             for (int t = 0; t < 8; t++) {
                 int instance = t % 2;
