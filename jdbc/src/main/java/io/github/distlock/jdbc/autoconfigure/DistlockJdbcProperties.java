@@ -90,7 +90,7 @@ public class DistlockJdbcProperties {
          * connection of the pool held per instance) instead of leaving them to their next poll. Ignored on other
          * databases.
          */
-        private boolean enabled = JdbcLockOptions.defaults().notifyReleases();
+        private boolean enabled = true;
 
         public boolean isEnabled() {
             return enabled;
