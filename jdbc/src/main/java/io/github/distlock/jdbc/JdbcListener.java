@@ -22,7 +22,8 @@ import org.postgresql.PGNotification;
  * waiters' polls find the releases, as they do on the databases without notifications. Notifications of this instance's
  * own are left alone: its releases wake its waiters directly.
  *
- * <p>Only loaded when the database is PostgreSQL and its driver (pgjdbc) is on the class path.
+ * <p>Only loaded when the database is PostgreSQL and its driver (pgjdbc) is on the class path (see
+ * {@link JdbcLockProvider}): it refers to the driver's classes.
  */
 final class JdbcListener {
 
@@ -58,20 +59,6 @@ final class JdbcListener {
         this.waiters = waiters;
         this.thread = new Thread(this::run, "distlock-jdbc-listener");
         this.thread.setDaemon(true);
-    }
-
-    /** Whether the database is PostgreSQL reached through pgjdbc, whose connections can wait for notifications. */
-    static boolean available(JdbcDialect dialect) {
-        if (dialect != JdbcDialect.POSTGRESQL) {
-            return false;
-        }
-        try {
-            Class.forName("org.postgresql.PGConnection", false, JdbcListener.class.getClassLoader());
-            return true;
-        }
-        catch (ClassNotFoundException | LinkageError ex) {
-            return false;
-        }
     }
 
     void start() {

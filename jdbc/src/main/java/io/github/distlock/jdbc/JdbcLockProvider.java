@@ -152,12 +152,29 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         this.pings = new ThreadPoolExecutor(0, MAX_PINGS, 1, TimeUnit.MINUTES, new SynchronousQueue<>(),
                 JdbcWorkers.daemons("distlock-jdbc-ping"));
         JdbcWaiters waiters = new JdbcWaiters();
-        this.listener = (options.notifyReleases() && JdbcListener.available(repository.dialect()))
+        this.listener = (options.notifyReleases() && canListen(repository.dialect()))
                 ? new JdbcListener(target, repository.channel(), instance, waiters) : null;
         this.services = new JdbcLockServices(repository, workers, watchdog,
                 new JdbcGiveBack(repository, workers, watchdog), callbacks, waiters, listener);
         if (listener != null) {
             listener.start();
+        }
+    }
+
+    /**
+     * Whether the database is PostgreSQL reached through pgjdbc, whose connections can wait for notifications: checked
+     * without loading {@link JdbcListener}, which refers to the driver's classes, absent with another database.
+     */
+    private static boolean canListen(JdbcDialect dialect) {
+        if (dialect != JdbcDialect.POSTGRESQL) {
+            return false;
+        }
+        try {
+            Class.forName("org.postgresql.PGConnection", false, JdbcLockProvider.class.getClassLoader());
+            return true;
+        }
+        catch (ClassNotFoundException | LinkageError ex) {
+            return false;
         }
     }
 
