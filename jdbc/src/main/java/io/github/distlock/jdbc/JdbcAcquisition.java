@@ -3,15 +3,23 @@ package io.github.distlock.jdbc;
 import java.sql.SQLException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 
 import io.github.distlock.LockKeyClosedException;
 import io.github.distlock.spi.LockDurations;
 import io.github.distlock.spi.LockHandle;
 import io.github.distlock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
 
-/** One acquisition: a try, then (while the wait lasts) more tries after growing, jittered pauses. */
+/**
+ * One acquisition: a try, then (while the wait lasts) more tries after growing, jittered pauses, or as soon as a release
+ * of the key wakes it. While other calls of this instance wait for the same key before it, it waits its turn in
+ * {@link JdbcWaiters}' line without trying, but for one last try at the end of its wait.
+ */
 final class JdbcAcquisition {
+
 
     private final JdbcLockServices services;
     private final JdbcLockOptions options;
@@ -20,6 +28,14 @@ final class JdbcAcquisition {
     private final long deadline;
     private final JdbcDialect.Grant grant;
     private long pauseNanos;
+
+    // guarded by this: whether the next try may come before the deadline, and how it is woken
+    /** Whether it is the first of its key's line, whose tries and polls are the line's. */
+    private boolean first;
+    /** A try is running: a wake-up meanwhile makes the next one come at once. */
+    private boolean trying;
+    private boolean wokenWhileTrying;
+    private @Nullable ScheduledFuture<?> nextTry;
 
     JdbcAcquisition(JdbcLockServices services, JdbcLockOptions options, String instance, long watchdogMicros,
             LockRequest request) {
@@ -33,9 +49,56 @@ final class JdbcAcquisition {
                 request.watchdog() ? instance : null, leaseMicros, request.fenced());
     }
 
-    void schedule(long delayNanos) {
+    /**
+     * Starts it: at once when it is the first of its key's line (or waits for nothing: a try-lock never queues),
+     * otherwise one last try at the end of its wait unless its turn comes before.
+     */
+    void start() {
+        boolean queued = request.waitNanos() > 0;
+        synchronized (this) {
+            first = !queued || services.waiters().join(this);
+            schedule(first ? 0 : LockDurations.remaining(deadline, System.nanoTime()));
+        }
+        if (queued) {
+            future.whenComplete((handle, failure) -> services.waiters().leave(this, handle != null));
+        }
+    }
+
+    /**
+     * Its turn came: the one before it in the line is done. It tries at once, unless that one acquired the key: then
+     * this instance's release of it wakes it, and its pauses are the fallback.
+     */
+    void promote(boolean previousAcquired) {
+        synchronized (this) {
+            first = true;
+            reschedule(previousAcquired ? nextPause() : 0);
+        }
+    }
+
+    /** The key was freed: the first of the line tries at once; the others wait their turn. */
+    void wake() {
+        synchronized (this) {
+            if (first) {
+                reschedule(0);
+            }
+        }
+    }
+
+    /** Guarded by this. */
+    private void reschedule(long delayNanos) {
+        if (trying) {
+            wokenWhileTrying = wokenWhileTrying || delayNanos == 0;
+        }
+        else if (nextTry != null && nextTry.getDelay(TimeUnit.NANOSECONDS) > delayNanos && nextTry.cancel(false)) {
+            schedule(Math.min(delayNanos, LockDurations.remaining(deadline, System.nanoTime())));
+        }
+        // else: the try is about to run, and its statement comes after what woke it
+    }
+
+    /** Guarded by this. */
+    private void schedule(long delayNanos) {
         try {
-            services.workers().schedule(this::tryOnce, delayNanos);
+            nextTry = services.workers().schedule(this::tryOnce, delayNanos);
         }
         catch (RejectedExecutionException ex) {
             future.completeExceptionally(new IllegalStateException("JdbcLockProvider is closed", ex));
@@ -43,6 +106,26 @@ final class JdbcAcquisition {
     }
 
     private void tryOnce() {
+        boolean announce;
+        synchronized (this) {
+            nextTry = null;
+            trying = true;
+            wokenWhileTrying = false;
+            // a try-lock does not wait: nothing to announce
+            announce = first && request.waitNanos() > 0 && services.listener() != null
+                    && services.waiters().announceDue(request.key());
+        }
+        try {
+            tryOnceTrying(announce);
+        }
+        finally {
+            synchronized (this) {
+                trying = false;
+            }
+        }
+    }
+
+    private void tryOnceTrying(boolean announce) {
         if (future.isDone()) {
             // cancelled, or failed by close(): no more tries
             return;
@@ -57,12 +140,15 @@ final class JdbcAcquisition {
         try {
             long sentAt = System.nanoTime();
             try {
-                JdbcLockRepository.Claim claim = services.repository().tryAcquire(grant);
+                JdbcLockRepository.Claim claim = services.repository().tryAcquire(grant, announce);
                 if (claim.closed() != null) {
                     future.completeExceptionally(new LockKeyClosedException(request.key(), claim.closed()));
                     return;
                 }
                 token = claim.token();
+                if (token == null && announce) {
+                    services.waiters().announced(request.key());
+                }
             }
             catch (SQLException ex) {
                 if (!JdbcDialect.isConflict(ex)) {
@@ -111,11 +197,20 @@ final class JdbcAcquisition {
             future.complete(null);
             return;
         }
-        // full jitter over the upper half: waiters of one key spread out instead of polling in step
+        synchronized (this) {
+            // in the same block as the next try is scheduled: a wake-up from now on reschedules that one
+            trying = false;
+            // the last try comes at the end of the wait, not a pause after it; one woken meanwhile comes at once
+            long pause = wokenWhileTrying ? 0 : first ? nextPause() : remaining;
+            schedule(Math.min(pause, remaining));
+        }
+    }
+
+    /** The next pause, doubling: full jitter over the upper half, so that instances' waiters do not poll in step. */
+    private long nextPause() {
         long pause = ThreadLocalRandom.current().nextLong(pauseNanos / 2, pauseNanos + 1);
         pauseNanos = Math.min(LockDurations.saturatedMultiply(pauseNanos, 2),
                 LockDurations.toNanos(options.maxPollInterval()));
-        // the last try comes at the end of the wait, not a pause after it
-        schedule(Math.min(pause, remaining));
+        return pause;
     }
 }

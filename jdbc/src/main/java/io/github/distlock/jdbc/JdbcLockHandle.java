@@ -104,9 +104,17 @@ final class JdbcLockHandle implements LockHandle {
         state.compareAndSet(HELD, RELEASING);
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         Runnable release = () -> {
+            // a release notifies only when another instance said lately that it waits: a notifying commit takes a
+            // database-wide lock in PostgreSQL, which the keys nobody else waits for need not pay
+            boolean notify = services.listener() != null && services.waiters().remoteWaiters(key);
             for (int attempt = 1; ; attempt++) {
                 try {
-                    result.complete(services.repository().releaseRow(key, owner));
+                    boolean released = services.repository().releaseRow(key, owner, notify);
+                    if (released) {
+                        // this instance's next waiter tries at once, before the caller that released can lock again
+                        services.waiters().wake(key);
+                    }
+                    result.complete(released);
                     return;
                 }
                 catch (SQLException ex) {

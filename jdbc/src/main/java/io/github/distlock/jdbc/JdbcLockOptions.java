@@ -22,9 +22,17 @@ import io.github.distlock.spi.LockDurations;
  * each a random time between half and all of it, so that waiters of one key don't poll in step
  * @param threads threads that run the lock's statements (acquisitions, releases); each needs a connection of the pool
  * while it runs one
+ * @param notifyReleases on PostgreSQL, whether a release wakes the other instances' waiters at once ({@code LISTEN/NOTIFY}, one
+ * connection of the pool held per provider) instead of leaving them to their next poll; ignored on other databases
  */
 public record JdbcLockOptions(String tableName, Duration watchdogTimeout, Duration minPollInterval,
-        Duration maxPollInterval, int threads) {
+        Duration maxPollInterval, int threads, boolean notifyReleases) {
+
+    /** The options with PostgreSQL's notifications on. */
+    public JdbcLockOptions(String tableName, Duration watchdogTimeout, Duration minPollInterval,
+            Duration maxPollInterval, int threads) {
+        this(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, true);
+    }
 
     /** The default table name, the one the schema scripts create. */
     public static final String DEFAULT_TABLE_NAME = "distlock_lock";
@@ -100,7 +108,7 @@ public record JdbcLockOptions(String tableName, Duration watchdogTimeout, Durati
 
     /**
      * The defaults: table {@value #DEFAULT_TABLE_NAME}, watchdog timeout 30 s (as on Redis), polls from 5 ms up to
-     * 100 ms, 4 threads.
+     * 100 ms, 4 threads, PostgreSQL's notifications on.
      */
     public static JdbcLockOptions defaults() {
         return new JdbcLockOptions(DEFAULT_TABLE_NAME, Duration.ofSeconds(30), Duration.ofMillis(5),
@@ -109,21 +117,26 @@ public record JdbcLockOptions(String tableName, Duration watchdogTimeout, Durati
 
     /** These options with another table. */
     public JdbcLockOptions withTableName(String tableName) {
-        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads);
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, notifyReleases);
     }
 
     /** These options with another watchdog timeout. */
     public JdbcLockOptions withWatchdogTimeout(Duration watchdogTimeout) {
-        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads);
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, notifyReleases);
     }
 
     /** These options with other poll intervals. */
     public JdbcLockOptions withPollIntervals(Duration minPollInterval, Duration maxPollInterval) {
-        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads);
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, notifyReleases);
+    }
+
+    /** These options with PostgreSQL's notifications on or off. */
+    public JdbcLockOptions withNotifyReleases(boolean notifyReleases) {
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, notifyReleases);
     }
 
     /** These options with another number of threads. */
     public JdbcLockOptions withThreads(int threads) {
-        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads);
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads, notifyReleases);
     }
 }

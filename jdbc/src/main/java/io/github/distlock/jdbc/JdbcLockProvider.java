@@ -66,6 +66,13 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  * its lock expires within the watchdog timeout. Waiters poll with a doubling, jittered pause between tries, and give up
  * at the end of their wait.
  *
+ * <p>Waiters of one key on one instance wait in line, in arrival order: only the first tries and polls, a later call
+ * for the key joins the end instead of racing them, and a release by this instance wakes the first at once. On
+ * PostgreSQL (unless {@link JdbcLockOptions#notifyReleases()} is off) one connection of the pool, held while the provider
+ * lives, {@code LISTEN}s for the other instances: a waiter that fails a try tells them ({@code pg_notify}, at most once
+ * a second per key), and their release of that key then notifies in its own statement, which wakes the first waiter
+ * here. Polls stay the fallback: a listener reconnecting, a notification missed, and every other database.
+ *
  * <p>Lock types: {@link LockType#REENTRANT}, fenced or not. {@code FAIR} would need a queue of waiters in the table and
  * {@code READ}/{@code WRITE} several holders per key with their own expiries; neither is offered, and asking for them
  * fails with an {@link IllegalArgumentException}.
@@ -115,6 +122,8 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
     private @Nullable Ping pendingPing;
 
     private final Set<JdbcAcquisition> pending = ConcurrentHashMap.newKeySet();
+    /** Wakes this instance's waiters on other instances' releases (PostgreSQL), or {@code null}. */
+    private final @Nullable JdbcListener listener;
     private volatile boolean closed;
 
     /** A provider with the {@linkplain JdbcLockOptions#defaults() default options}. */
@@ -142,8 +151,31 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         this.callbacks = Executors.newCachedThreadPool(JdbcWorkers.daemons("distlock-jdbc-callback"));
         this.pings = new ThreadPoolExecutor(0, MAX_PINGS, 1, TimeUnit.MINUTES, new SynchronousQueue<>(),
                 JdbcWorkers.daemons("distlock-jdbc-ping"));
+        JdbcWaiters waiters = new JdbcWaiters();
+        this.listener = (options.notifyReleases() && canListen(repository.dialect()))
+                ? new JdbcListener(target, repository.channel(), instance, waiters) : null;
         this.services = new JdbcLockServices(repository, workers, watchdog,
-                new JdbcGiveBack(repository, workers, watchdog), callbacks);
+                new JdbcGiveBack(repository, workers, watchdog), callbacks, waiters, listener);
+        if (listener != null) {
+            listener.start();
+        }
+    }
+
+    /**
+     * Whether the database is PostgreSQL reached through pgjdbc, whose connections can wait for notifications: checked
+     * without loading {@link JdbcListener}, which refers to the driver's classes, absent with another database.
+     */
+    private static boolean canListen(JdbcDialect dialect) {
+        if (dialect != JdbcDialect.POSTGRESQL) {
+            return false;
+        }
+        try {
+            Class.forName("org.postgresql.PGConnection", false, JdbcLockProvider.class.getClassLoader());
+            return true;
+        }
+        catch (ClassNotFoundException | LinkageError ex) {
+            return false;
+        }
     }
 
     /** {@link LockType#REENTRANT}, fenced or not: the only type one row per key can honour (see the class comment). */
@@ -165,7 +197,7 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         JdbcAcquisition attempt = new JdbcAcquisition(services, options, instance, watchdogMicros, request);
         pending.add(attempt);
         attempt.future.whenComplete((handle, failure) -> pending.remove(attempt));
-        attempt.schedule(0);
+        attempt.start();
         return attempt.future;
     }
 
@@ -437,6 +469,16 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         return watchdog;
     }
 
+    /** The listener of other instances' releases, or {@code null} (for tests). */
+    @Nullable JdbcListener listener() {
+        return listener;
+    }
+
+    /** This instance's waiters (for tests). */
+    JdbcWaiters waiters() {
+        return services.waiters();
+    }
+
     /** Watchdog locks renewed right now (for tests and diagnostics). */
     int watchedLocks() {
         return watchdog.size();
@@ -454,6 +496,9 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
         closed = true;
         watchdog.stop();
         retire();
+        if (listener != null) {
+            listener.close();
+        }
         workers.shutdown();
         // before the watched locks are told: a try that watches its handle and then completes its future either
         // completes it first (and so was watched before the loop below), or finds it failed and gives the lock back

@@ -34,6 +34,8 @@ final class JdbcLockRepository {
     private final JdbcDialect dialect;
     private final String instance;
     private final long watchdogMicros;
+    /** The channel of this table's notifications (PostgreSQL). */
+    private final String channel;
 
     JdbcLockRepository(DataSource dataSource, String table, String instance, long watchdogMicros) {
         this.dataSource = dataSource;
@@ -41,6 +43,7 @@ final class JdbcLockRepository {
         this.instance = instance;
         this.watchdogMicros = watchdogMicros;
         this.dialect = checkDatabase(dataSource, table);
+        this.channel = channel(table);
     }
 
     /** Detects the dialect and reads the table once, so that a missing table fails the startup, not the first call. */
@@ -98,6 +101,18 @@ final class JdbcLockRepository {
         return table;
     }
 
+    String channel() {
+        return channel;
+    }
+
+    DataSource dataSource() {
+        return dataSource;
+    }
+
+    String instance() {
+        return instance;
+    }
+
     /** Work on one connection of the pool, in autocommit: never a caller's transaction. */
     interface SqlWork<T> {
         T run(Connection connection) throws SQLException;
@@ -146,11 +161,52 @@ final class JdbcLockRepository {
      * when another owner holds it.
      */
     Claim tryAcquire(JdbcDialect.Grant grant) throws SQLException {
+        return tryAcquire(grant, false);
+    }
+
+    /**
+     * Like {@link #tryAcquire(JdbcDialect.Grant)}; when {@code announce} (PostgreSQL only), a try that does not get the
+     * key also tells the other instances, in the same statement that reads why, that this instance waits for it
+     * ({@code pg_notify}): their release of it will be notified.
+     */
+    Claim tryAcquire(JdbcDialect.Grant grant, boolean announce) throws SQLException {
         return withConnection(connection -> {
             Long token = dialect.tryAcquire(connection, table, grant);
             // only a try that did not get the key asks why: the claim itself left a closed key alone
-            return new Claim(token, (token != null) ? null : closedReason(connection, grant.key()));
+            return new Claim(token, (token != null) ? null
+                    : closedReason(connection, grant.key(), announce && dialect == JdbcDialect.POSTGRESQL));
         });
+    }
+
+    /**
+     * The channel of this table's notifications: a name of its own per table (schema included, case folded as
+     * PostgreSQL folds an unquoted name), so that two tables' instances do not wake each other; a hash, so that it
+     * fits PostgreSQL's 63 characters whatever the table's name. Two names of one table (with and without its schema)
+     * share no channel: their instances then fall back on polling for each other's releases.
+     */
+    static String channel(String table) {
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(table.toLowerCase(java.util.Locale.ROOT).getBytes(StandardCharsets.UTF_8));
+            return "distlock_" + java.util.HexFormat.of().formatHex(digest, 0, 8);
+        }
+        catch (java.security.NoSuchAlgorithmException ex) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", ex);
+        }
+    }
+
+    /** A notification's payload: a release of {@code key} by this instance. */
+    static final char RELEASED = 'r';
+
+    /** A notification's payload: this instance waits for {@code key}. */
+    static final char WAITING = 'w';
+
+    /**
+     * The payload of a notification about {@code key}: its kind, the sending instance (36 characters) and the key. A key
+     * is at most 255 UTF-16 chars, so at most 765 bytes in UTF-8: well within PostgreSQL's 8000 bytes, whole.
+     */
+    String payload(char kind, String key) {
+        return kind + instance + key;
     }
 
     /**
@@ -162,10 +218,16 @@ final class JdbcLockRepository {
     record Claim(@Nullable Long token, @Nullable String closed) {
     }
 
-    private @Nullable String closedReason(Connection connection, String key) throws SQLException {
-        try (PreparedStatement statement = connection.prepareStatement("SELECT closed FROM " + table
-                + " WHERE lock_key = ?")) {
-            statement.setString(1, key);
+    private @Nullable String closedReason(Connection connection, String key, boolean announce) throws SQLException {
+        try (PreparedStatement statement = connection.prepareStatement(announce
+                ? "SELECT closed, pg_notify(?, ?) FROM " + table + " WHERE lock_key = ?"
+                : "SELECT closed FROM " + table + " WHERE lock_key = ?")) {
+            int index = 1;
+            if (announce) {
+                statement.setString(index++, channel);
+                statement.setString(index++, payload(WAITING, key));
+            }
+            statement.setString(index, key);
             try (ResultSet rows = statement.executeQuery()) {
                 return rows.next() ? rows.getString(1) : null;
             }
@@ -422,9 +484,30 @@ final class JdbcLockRepository {
 
     /** Frees {@code owner}'s lock of {@code key}, if it still holds it (unexpired); whether it did. */
     boolean releaseRow(String key, String owner) throws SQLException {
+        return releaseRow(key, owner, false);
+    }
+
+    /**
+     * Like {@link #releaseRow(String, String)}; when {@code notify} (PostgreSQL only), a release that freed the row
+     * also notifies the other instances' listeners, in the same statement and transaction: they hear of it once it is
+     * committed, never before.
+     */
+    boolean releaseRow(String key, String owner, boolean notify) throws SQLException {
         String now = dialect.now();
-        return update("UPDATE " + table + " SET owner = NULL, instance = NULL, expires_at = " + now
-                + " WHERE lock_key = ? AND owner = ? AND expires_at > " + now, key, owner) == 1;
+        String release = "UPDATE " + table + " SET owner = NULL, instance = NULL, expires_at = " + now
+                + " WHERE lock_key = ? AND owner = ? AND expires_at > " + now;
+        if (!notify || dialect != JdbcDialect.POSTGRESQL) {
+            return update(release, key, owner) == 1;
+        }
+        return withConnection(connection -> {
+            try (PreparedStatement statement = connection.prepareStatement("WITH freed AS (" + release
+                    + " RETURNING lock_key) SELECT pg_notify(?, ?) FROM freed")) {
+                bind(statement, key, owner, channel, payload(RELEASED, key));
+                try (ResultSet rows = statement.executeQuery()) {
+                    return rows.next();
+                }
+            }
+        });
     }
 
     /** Raises the token of {@code owner}'s unexpired row of {@code key}: the new token, {@code null} if not held. */

@@ -4,6 +4,7 @@ import java.sql.SQLException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -102,8 +103,8 @@ final class JdbcWorkers {
      *
      * @throws RejectedExecutionException when the workers are shut down
      */
-    void schedule(Runnable task, long delayNanos) {
-        workers.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
+        return workers.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     void scheduleQuietly(Runnable task, long delayNanos) {

@@ -35,6 +35,9 @@ public class DistlockJdbcProperties {
     /** Threads that run the lock's statements; each uses a connection of the DataSource's pool while it runs one. */
     private int threads = JdbcLockOptions.defaults().threads();
 
+    /** PostgreSQL's wake-up of other instances' waiters on a release. */
+    private final Notify notify = new Notify();
+
     public String getTableName() {
         return tableName;
     }
@@ -75,8 +78,32 @@ public class DistlockJdbcProperties {
         this.threads = threads;
     }
 
+    public Notify getNotify() {
+        return notify;
+    }
+
+    /** Settings of PostgreSQL's wake-up of waiters ({@code distlock.jdbc.notify.*}). */
+    public static class Notify {
+
+        /**
+         * On PostgreSQL, whether a release wakes the waiters of other instances at once (LISTEN/NOTIFY on one
+         * connection of the pool held per instance) instead of leaving them to their next poll. Ignored on other
+         * databases.
+         */
+        private boolean enabled = true;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+    }
+
     /** These settings as the provider's options, checked (an invalid value fails naming its property). */
     JdbcLockOptions toOptions(Duration watchdogTimeout) {
-        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads);
+        return new JdbcLockOptions(tableName, watchdogTimeout, minPollInterval, maxPollInterval, threads,
+                notify.isEnabled());
     }
 }

@@ -120,6 +120,17 @@ class DistlockJdbcAutoConfigurationTest {
     }
 
     @Test
+    void postgresNotificationsAreOnByDefaultAndTurnedOffByTheirProperty() {
+        runner.run(context -> assertThat(context.getBean(DistlockJdbcProperties.class)
+                .toOptions(java.time.Duration.ofSeconds(30)).notifyReleases()).isTrue());
+        runner.withPropertyValues("distlock.jdbc.notify.enabled=false").run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context.getBean(DistlockJdbcProperties.class).toOptions(java.time.Duration.ofSeconds(30))
+                    .notifyReleases()).isFalse();
+        });
+    }
+
+    @Test
     void pollIntervalsOutOfOrderFailTheStartupNamingTheProperty() {
         runner.withPropertyValues("distlock.jdbc.min-poll-interval=50ms", "distlock.jdbc.max-poll-interval=10ms")
                 .run(context -> {
