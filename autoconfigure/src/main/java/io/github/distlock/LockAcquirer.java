@@ -101,7 +101,7 @@ final class LockAcquirer {
         catch (InterruptedException ex) {
             abandonOne(call, acquisition);
             Thread.currentThread().interrupt();
-            notifier.notifyWaited(LockListener::onNotAcquired, key, System.nanoTime(), ex);
+            notifier.notifyWaited(LockListener::onNotAcquired, key, call.start, ex);
             throw new LockAcquisitionException(key, Duration.ofNanos(call.waitNanos), ex);
         }
         catch (ExecutionException ex) {
@@ -130,20 +130,18 @@ final class LockAcquirer {
             registry.end(call, LockCallOutcome.CANCELLED, null);
             return;
         }
-        LockHandle late = null;
-        try {
-            late = acquisition.getNow(null);
-        }
-        catch (RuntimeException failed) {
-            // completed without a lock: nothing to give back
-        }
-        if (late != null) {
-            call.handles[0] = late;
-            releaser.releasePartial(call, 1, LockCallOutcome.CANCELLED);
-        }
-        else {
-            registry.end(call, LockCallOutcome.CANCELLED, null);
-        }
+        // Not cancelled: either already completed, or a provider's future that refuses cancel and may still grant
+        // later. Either way the answer is taken whenever it comes (at once if it is already there), and a lock it
+        // brings is given back, never left held and renewed for a caller that is gone.
+        acquisition.whenComplete((late, failure) -> {
+            if (late != null) {
+                call.handles[0] = late;
+                releaser.releasePartial(call, 1, LockCallOutcome.CANCELLED);
+            }
+            else {
+                registry.end(call, LockCallOutcome.CANCELLED, null);
+            }
+        });
     }
 
     /** What {@link #failTaking} does for the only key of a call, on the calling thread; returns what to throw. */

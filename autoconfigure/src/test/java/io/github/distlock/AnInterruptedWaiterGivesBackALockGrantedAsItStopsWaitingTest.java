@@ -58,6 +58,67 @@ class AnInterruptedWaiterGivesBackALockGrantedAsItStopsWaitingTest {
         assertThat(template.heldLockCount()).isZero();
     }
 
+    @Test
+    void aLockGrantedAfterTheBackendRefusedTheCancelIsReleasedWhenItComes() throws Exception {
+        CancelRefusingProvider provider = new CancelRefusingProvider();
+        DefaultLockTemplate template = new DefaultLockTemplate(provider, "lock:", Duration.ofSeconds(30), null,
+                List.of());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                template.execute("k", LockOptions.waitFor(Duration.ofSeconds(30)), () -> true);
+            }
+            catch (Throwable ex) {
+                failure.set(ex);
+            }
+        }, "interrupted-waiter");
+        waiter.start();
+        assertThat(provider.asked.await(5, TimeUnit.SECONDS)).as("the backend was asked for the lock").isTrue();
+        waiter.interrupt();
+        waiter.join(5_000);
+        assertThat(failure.get()).isInstanceOf(LockAcquisitionException.class);
+        assertThat(provider.released).as("nothing granted yet").hasValue(0);
+
+        // the backend grants after the caller is gone
+        provider.grant.complete(provider.handle);
+
+        assertThat(provider.released).as("releases of the lock granted to a caller that is gone").hasValue(1);
+        assertThat(template.activeLocks()).as("calls in progress").isEmpty();
+        assertThat(template.heldLockCount()).isZero();
+    }
+
+    /** A backend whose wait cannot be cancelled (an adapter's future): it may still grant after the caller left. */
+    private static final class CancelRefusingProvider implements LockProvider {
+
+        final CountDownLatch asked = new CountDownLatch(1);
+        final AtomicInteger released = new AtomicInteger();
+        final CompletableFuture<LockHandle> grant = new CompletableFuture<>() {
+            @Override
+            public boolean cancel(boolean mayInterruptIfRunning) {
+                return false;
+            }
+        };
+
+        final LockHandle handle = new LockHandle() {
+            @Override
+            public long fencingToken() {
+                return -1;
+            }
+
+            @Override
+            public CompletableFuture<Boolean> releaseAsync() {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(Boolean.TRUE);
+            }
+        };
+
+        @Override
+        public CompletableFuture<LockHandle> acquire(LockRequest request) {
+            asked.countDown();
+            return grant;
+        }
+    }
+
     /** Grants the lock only when its wait is cancelled, so the cancel always comes too late. */
     private static final class RaceLosingProvider implements LockProvider {
 
