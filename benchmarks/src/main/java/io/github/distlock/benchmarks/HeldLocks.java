@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import io.etcd.jetcd.ByteSequence;
@@ -52,7 +53,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 /**
  * How many watchdog locks one instance can hold, and what holding them costs: for each {@link Variant}, one client
  * process takes 10^3 locks on distinct keys, holds them for a measuring window, then grows to the next size (10^4,
- * 5 × 10^4, 10^5 by default) and measures again, and finally releases everything. A window starts one watchdog timeout
+ * 5 × 10^4, 10^5 by default) and measures again, and finally releases everything. Before the first lock, a window
+ * with none held gives the idle application's cost. A window starts one watchdog timeout
  * (at most 5 s) after the last acquisition of its size, so that the burst's own renewals and the JIT compiling the
  * acquisition path are not counted as holding.
  *
@@ -99,6 +101,9 @@ public final class HeldLocks {
                     + Arrays.stream(values()).map(v -> v.label).collect(Collectors.joining(",")));
         }
     }
+
+    /** The longest window with no lock held: the idle application's cost is steady. */
+    static final long IDLE_WINDOW_MILLIS = 10_000;
 
     /** The key of lock {@code i} is {@code held:<i>}, with the backend's prefix in front. */
     static final String KEY = "held:";
@@ -223,6 +228,8 @@ public final class HeldLocks {
     private static void runVariant(Variant variant, int[] sizes, long watchdogMillis, Settings settings,
             List<Row> rows, List<Release> releases) throws Exception {
         progress(variant.label + ", watchdog " + watchdogMillis + " ms: starting the server");
+        // size 0 first: the idle application's own cost (timers, pings, the lease monitor's empty rounds)
+        int[] measured = IntStream.concat(IntStream.of(0), Arrays.stream(sizes)).toArray();
         try (Server server = Server.start(variant)) {
             List<String> command = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -231,14 +238,14 @@ public final class HeldLocks {
                     "-cp", System.getProperty("java.class.path"),
                     HeldLocks.class.getName(), "--child", variant.name(), Long.toString(watchdogMillis),
                     Long.toString(settings.windowMillis()), Integer.toString(settings.inFlight()),
-                    Arrays.stream(sizes).mapToObj(Integer::toString).collect(Collectors.joining(","))));
+                    Arrays.stream(measured).mapToObj(Integer::toString).collect(Collectors.joining(","))));
             command.addAll(server.properties());
             Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             try (BufferedReader in = new BufferedReader(new InputStreamReader(child.getInputStream(),
                     StandardCharsets.UTF_8));
                     PrintWriter out = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8)) {
                 String prefix = expect(in, "ready")[1];
-                for (int size : sizes) {
+                for (int size : measured) {
                     String[] acquired = expect(in, "acquired");
                     progress(String.format(Locale.ROOT, "%s: %d locks held (%s failed), acquired in %.1f s",
                             variant.label, size, acquired[3], Long.parseLong(acquired[2]) / 1e9));
@@ -303,9 +310,11 @@ public final class HeldLocks {
                 + "client µs/lock-second | server µs/lock-second | lost (reports) | lost (missing on the server) |");
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (Row r : run.rows()) {
-            out.printf(Locale.ROOT, "| %s | %.0f s | %,d | %.1f | %.3f | %.3f | %.2f | %.2f | %s | %s |%n",
-                    r.variant().label, r.watchdogMillis() / 1e3, r.size(), r.acquisitionSeconds(), r.clientCores(),
-                    r.serverCores(), r.clientUsPerLockSecond(), r.serverUsPerLockSecond(),
+            out.printf(Locale.ROOT, "| %s | %.0f s | %s | %s | %.3f | %.3f | %s | %s | %s | %s |%n",
+                    r.variant().label, r.watchdogMillis() / 1e3,
+                    (r.size() == 0) ? "0 (idle)" : String.format(Locale.ROOT, "%,d", r.size()),
+                    (r.size() == 0) ? "" : String.format(Locale.ROOT, "%.1f", r.acquisitionSeconds()), r.clientCores(),
+                    r.serverCores(), perLockSecond(r.clientUsPerLockSecond()), perLockSecond(r.serverUsPerLockSecond()),
                     (r.variant() == Variant.REDISSON) ? "n/a" : bold(r.lossReports()), bold(r.missing())
                             + ((r.acquireFailures() > 0) ? " (" + r.acquireFailures() + " not acquired)" : ""));
         }
@@ -327,12 +336,17 @@ public final class HeldLocks {
         out.println("Client CPU: the client JVM's process CPU time over the window (every thread: renewal, loss checks, "
                 + "GC, the idle application). Server CPU: redis-server's /proc/<pid>/stat; PostgreSQL's postmaster and "
                 + "every process under it; ZooKeeper's server threads (TestingServer, in the harness JVM); the etcd "
-                + "process. Per lock-second: CPU time over (held locks × window).");
+                + "process. Per lock-second: CPU time over (held locks × window), the idle application's share "
+                + "included (the 0 row: no lock held, a window of at most 10 s).");
         out.println();
         out.printf(Locale.ROOT, "Reproduce: `java -cp benchmarks/target/distlock-benchmarks.jar %s %s %.0f %.0f all "
                 + "%.0f` (or `benchmarks/run.sh full held`)%n", HeldLocks.class.getName(),
                 Arrays.stream(settings.sizes()).mapToObj(Integer::toString).collect(Collectors.joining(",")),
                 settings.windowMillis() / 1e3, settings.watchdogMillis() / 1e3, settings.longWatchdogMillis() / 1e3);
+    }
+
+    private static String perLockSecond(double us) {
+        return Double.isFinite(us) ? String.format(Locale.ROOT, "%.2f", us) : "–";
     }
 
     private static String bold(long value) {
@@ -652,7 +666,7 @@ public final class HeldLocks {
                     out.println("window-start");
                     long cpuBefore = Counters.jvmCpuNanos();
                     long wallBefore = System.nanoTime();
-                    Thread.sleep(windowMillis);
+                    Thread.sleep((size == 0) ? Math.min(windowMillis, IDLE_WINDOW_MILLIS) : windowMillis);
                     long cpu = Counters.jvmCpuNanos() - cpuBefore;
                     long wall = System.nanoTime() - wallBefore;
                     out.println("window\t" + size + "\t" + cpu + "\t" + wall + "\t" + client.lossReports.sum() + "\t"

@@ -157,7 +157,8 @@ public final class PeerComparison {
                         slotMillis));
                 List<String> left = ((List<?>) RespClient.callOnce(env.server().port(), "KEYS", "*")).stream()
                         .map(String::valueOf)
-                        // not lock state: the instance's announcement and the FAIR key's close count
+                        // not lock state: the instance's announcement, and the FAIR key's close count (a waiter
+                        // sets it with a TTL of twice the waiter entry's; it expires by itself)
                         .filter(key -> !key.startsWith("distlock:instance:") && !key.startsWith("distlock_closes:"))
                         .toList();
                 if (!left.isEmpty()) {

@@ -409,8 +409,8 @@ public final class Suite {
                 "8 threads on a key each, then 16 threads on one key; every cycle waits up to 30 s and releases at "
                         + "once. `@DistributedLock` (watchdog), `LockTemplate` (fixed 30 s lease), Redisson `RLock` "
                         + "(watchdog), `LockTemplate` with `LockType.FAIR`, and `RedisLockRegistry` (expireAfter 30 s) "
-                        + "PUB_SUB and SPIN, on one redis-server, taking turns in slots rotating per round; \"vs RLock\" "
-                        + "per round.");
+                        + "PUB_SUB and SPIN (on the one key also with a registry per thread, as 16 instances would "
+                        + "have), on one redis-server, taking turns in slots rotating per round; \"vs RLock\" per round.");
         progress("peer comparison");
         PeerComparison.print(PeerComparison.run(full ? 8 : 2, full ? 3_000 : 1_000, 8, 16), report);
     }
