@@ -156,9 +156,11 @@ public final class HeldLocks {
                             + Arrays.toString(sizes));
                 }
             }
-            if (windowMillis < 100 || watchdogMillis < 1000 || inFlight < 1) {
-                throw new IllegalArgumentException("HeldLocks: window at least 0.1 s, watchdog at least 1 s, "
-                        + "in flight at least 1");
+            if (windowMillis < 100 || watchdogMillis < 1000 || (longWatchdogMillis != 0 && longWatchdogMillis < 1000)
+                    || inFlight < 1) {
+                throw new IllegalArgumentException("HeldLocks: window at least 0.1 s, watchdogs at least 1 s (the long "
+                        + "one 0 for none), in flight at least 1; were " + windowMillis + " ms, " + watchdogMillis
+                        + " ms, " + longWatchdogMillis + " ms, " + inFlight);
             }
         }
     }
