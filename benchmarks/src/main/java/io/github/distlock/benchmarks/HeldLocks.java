@@ -341,10 +341,13 @@ public final class HeldLocks {
                 + "process. Per lock-second: CPU time over (held locks × window), the idle application's share "
                 + "included (the 0 row: no lock held, a window of at most 10 s).");
         out.println();
-        out.printf(Locale.ROOT, "Reproduce: `java -cp benchmarks/target/distlock-benchmarks.jar %s %s %.0f %.0f all "
-                + "%.0f` (or `benchmarks/run.sh full held`)%n", HeldLocks.class.getName(),
+        String variants = run.rows().stream().map(r -> r.variant().label).distinct().collect(Collectors.joining(","));
+        out.printf(Locale.ROOT, "Reproduce: `java -cp benchmarks/target/distlock-benchmarks.jar %s %s %.0f %.0f %s "
+                + "%.0f` (or `benchmarks/run.sh full held` for every variant)%n", HeldLocks.class.getName(),
                 Arrays.stream(settings.sizes()).mapToObj(Integer::toString).collect(Collectors.joining(",")),
-                settings.windowMillis() / 1e3, settings.watchdogMillis() / 1e3, settings.longWatchdogMillis() / 1e3);
+                settings.windowMillis() / 1e3, settings.watchdogMillis() / 1e3,
+                (variants.split(",").length == Variant.values().length) ? "all" : variants,
+                settings.longWatchdogMillis() / 1e3);
     }
 
     private static String perLockSecond(double us) {
