@@ -30,7 +30,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * Runs every benchmark in one go and writes one Markdown report with the ratios: {@code Suite quick} for a look in a
  * few minutes, {@code Suite full} for the numbers to publish (about 45 minutes on two cores). Optional further
  * arguments pick parts: {@code cycle overhead paired handoff profile variants types nested cluster backends hotkey
- * permits}.
+ * permits peers held}.
  *
  * <p>JMH's own log and JSON results go next to the report in {@code target/results/<mode>-<time>/}.
  */
@@ -50,7 +50,7 @@ public final class Suite {
     public static void main(String[] args) throws Exception {
         boolean full = args.length > 0 && args[0].equals("full");
         Set<String> parts = new LinkedHashSet<>(List.of("cycle", "overhead", "paired", "handoff", "profile", "variants",
-                "types", "nested", "cluster", "backends", "hotkey", "permits"));
+                "types", "nested", "cluster", "backends", "hotkey", "permits", "peers", "held"));
         if (args.length > 1) {
             parts = new LinkedHashSet<>(List.of(args).subList(1, args.length));
         }
@@ -62,6 +62,8 @@ public final class Suite {
             parts.remove("backends");
             parts.remove("hotkey");
             parts.remove("permits");
+            parts.remove("peers");
+            parts.remove("held");
         }
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = Path.of("target", "results", (full ? "full-" : "quick-") + stamp);
@@ -84,6 +86,8 @@ public final class Suite {
                     case "backends" -> suite.backends();
                     case "hotkey" -> suite.hotKey();
                     case "permits" -> suite.permits();
+                    case "peers" -> suite.peers();
+                    case "held" -> suite.held();
                     default -> throw new IllegalArgumentException("unknown part " + part);
                 }
                 Files.write(dir.resolve("report.md"), buffer.toByteArray());
@@ -398,6 +402,30 @@ public final class Suite {
                         + "permits). The two take turns in slots rotating per round; \"vs REENTRANT\" per round.");
         progress("permits comparison");
         PermitsComparison.print(PermitsComparison.run(PermitsComparison.Settings.of(full ? 3 : 1, full ? 3 : 2)), report);
+    }
+
+    private void peers() throws Exception {
+        section("Beside Spring Integration's RedisLockRegistry",
+                "8 threads on a key each, then 16 threads on one key; every cycle waits up to 30 s and releases at "
+                        + "once. `@DistributedLock` (watchdog), `LockTemplate` (fixed 30 s lease), Redisson `RLock` "
+                        + "(watchdog), `LockTemplate` with `LockType.FAIR`, and `RedisLockRegistry` (expireAfter 30 s) "
+                        + "PUB_SUB and SPIN (on the one key also with a registry per thread, as 16 instances would "
+                        + "have), on one redis-server, taking turns in slots rotating per round; \"vs RLock\" per round.");
+        progress("peer comparison");
+        PeerComparison.print(PeerComparison.run(full ? 8 : 2, full ? 3_000 : 1_000, 8, 16), report);
+    }
+
+    private void held() throws Exception {
+        HeldLocks.Settings settings = full
+                ? new HeldLocks.Settings(new int[] {1_000, 10_000, 50_000, 100_000}, 30_000, 3_000, 30_000, 256)
+                : new HeldLocks.Settings(new int[] {1_000, 10_000}, 10_000, 3_000, 0, 256);
+        section("Held locks per instance",
+                "One client JVM per variant holds watchdog locks on distinct keys (taken through "
+                        + "`LockTemplate.acquireAsync`, or `RLock.lockAsync` for raw Redisson), growing size by size, "
+                        + "and is measured over a window at each; lost = loss reports received, and locks the server "
+                        + "no longer has at the end of the window.");
+        progress("held locks");
+        HeldLocks.print(HeldLocks.run(java.util.List.of(HeldLocks.Variant.values()), settings), settings, report);
     }
 
     // ---------------------------------------------------------------- plumbing
