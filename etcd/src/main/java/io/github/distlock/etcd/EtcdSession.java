@@ -29,7 +29,12 @@ final class EtcdSession {
     final Set<EtcdLockHandle> holders = ConcurrentHashMap.newKeySet();
     final Set<EtcdAcquisition> waiters = ConcurrentHashMap.newKeySet();
     final AtomicBoolean lost = new AtomicBoolean();
-    private final AtomicBoolean renewing = new AtomicBoolean();
+    /**
+     * Renewals sent and not yet answered. Each may take up to two periods (until the silence rule would give the lease
+     * up anyway), and a second is sent meanwhile: an answer delayed past a period (seen behind a burst of hundreds of
+     * acquisitions on a busy machine) no longer costs the session, and the latest renewal answered counts.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger renewing = new java.util.concurrent.atomic.AtomicInteger();
     private volatile ScheduledFuture<?> renewal;
 
     EtcdSession(EtcdLockRepository repository, ScheduledExecutorService timer, EtcdSessions sessions, long leaseId,
@@ -69,12 +74,13 @@ final class EtcdSession {
                     + ttlMillis + " ms): etcd is unreachable, and the lease may expire before it can be renewed");
             return;
         }
-        if (!renewing.compareAndSet(false, true)) {
-            return; // the previous renewal is still under way
+        if (renewing.incrementAndGet() > 2) {
+            renewing.decrementAndGet();
+            return; // two renewals are still under way
         }
         long sent = System.nanoTime();
-        repository.keepAliveOnce(leaseId).orTimeout(ttlMillis / 3, TimeUnit.MILLISECONDS).whenComplete((answer, failure) -> {
-            renewing.set(false);
+        repository.keepAliveOnce(leaseId).orTimeout(2 * period, TimeUnit.MILLISECONDS).whenComplete((answer, failure) -> {
+            renewing.decrementAndGet();
             if (failure == null) {
                 if (sent - confirmedAt > 0) {
                     confirmedAt = sent;
