@@ -87,6 +87,11 @@ final class RedissonLockHandle implements LockHandle {
         return kind.confirm(this);
     }
 
+    /** See {@link RedisLockKind#batchedRenewalMillis}. */
+    long batchedRenewalMillis() {
+        return kind.batchedRenewalMillis(this);
+    }
+
     @Override
     public long fencingToken() {
         return fencingToken;

@@ -74,8 +74,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.redisson = redisson;
         this.clientId = redisson.getId();
         this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
-        this.monitor = new LeaseMonitor(watchdogMillis);
         org.redisson.config.Config config = redisson.getConfig();
+        HandoffScriptRunner renewals = new HandoffScriptRunner(redisson);
+        this.monitor = new LeaseMonitor(watchdogMillis,
+                (firstKey, keys, args) -> renewals.<List<Object>>eval(firstKey, LeaseMonitor.RENEW_SCRIPT,
+                        org.redisson.api.RScript.ReturnType.LIST, keys, args),
+                config.isClusterConfig() ? LockKeys::slot : null);
         if (!config.isCheckLockSyncedSlaves() && (config.isClusterConfig() || config.isSentinelConfig())) {
             logger.warn("Redisson's checkLockSyncedSlaves is off on a replicated Redis: a lock whose write no replica "
                     + "confirmed is granted anyway, and a failover can lose it or bring back one already released "
