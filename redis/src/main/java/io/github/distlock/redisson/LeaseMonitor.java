@@ -27,10 +27,11 @@ import org.apache.commons.logging.LogFactory;
  * <p>Redisson's own locks ({@link RLockKind}) are asked in chunks: one script per chunk of up to {@link #CHUNK} keys
  * ({@link #RENEW_SCRIPT}) renews each lock still held by its owner field ({@code HGET}, then {@code PEXPIRE} the
  * watchdog timeout, and a reader's timeout key with it) and answers which were not held, so that renewal
- * and loss detection are one command per chunk, not one per lock. At most {@link #IN_FLIGHT} chunks are on their way
- * at a time, the next sent as one answers: neither one after another nor all at once. On Redis Cluster a chunk holds
- * the keys of one slot and is routed by its first key; the script writes, so it goes to the master. Other kinds are
- * asked one lock at a time ({@link RedisLockKind#confirm}).
+ * and loss detection are one command per chunk, not one per lock. Chunks go out pipelined, up to
+ * {@link #CHUNKS_PER_BATCH} in a batch and at most {@link #IN_FLIGHT} batches on their way, the next sent as one
+ * answers: neither one after another nor all at once. On Redis Cluster a chunk holds the keys of one slot and is
+ * routed by its first key; the script writes, so it goes to the master. Other kinds (FAIR, permits) are asked one lock
+ * at a time ({@link RedisLockKind#confirm}).
  *
  * <p>Invariants: a handle is removed from the watch set before its unlock is sent, so a "not held" answer that
  * arrives after the release began is never reported as a loss. Only bookkeeping runs on the monitor's thread; losses
@@ -51,8 +52,13 @@ final class LeaseMonitor implements AutoCloseable {
      * of 500 (per-command overhead), 2,000 blocks Redis ~2 ms per script; 500 keeps each script ~0.5 ms.
      */
     static final int CHUNK = 500;
-    /** Renewal scripts on their way at once: enough to hide the round trip, few enough not to queue up others' commands. */
-    static final int IN_FLIGHT = 8;
+    /**
+     * Renewal scripts sent together, pipelined (one batch per Redis node): on a cluster a chunk holds the keys of one
+     * slot, often a single key, and thousands of scripts sent one by one would cost a round trip each.
+     */
+    static final int CHUNKS_PER_BATCH = 64;
+    /** Batches on their way at once: enough to hide the round trip, few enough not to queue up others' commands. */
+    static final int IN_FLIGHT = 4;
 
     /**
      * Per key, three ARGV: the owner field, the milliseconds to extend the lock by ({@code 0}: only ask), and
@@ -64,8 +70,9 @@ final class LeaseMonitor implements AutoCloseable {
             local lost = {}
             for i = 1, #KEYS do
               local field = ARGV[3 * i - 2]
-              local count = redis.call('hget', KEYS[i], field)
-              if count then
+              -- pcall: a key overwritten with another type is one lost lock, not a failed script for the whole chunk
+              local count = redis.pcall('hget', KEYS[i], field)
+              if count and type(count) ~= 'table' then
                 local millis = tonumber(ARGV[3 * i - 1])
                 if millis > 0 then
                   redis.call('pexpire', KEYS[i], millis)
@@ -82,10 +89,17 @@ final class LeaseMonitor implements AutoCloseable {
             return lost
             """;
 
-    /** Sends the renewal script for a chunk, routed by its first key; answers the script's list. */
+    /** The renewal script's keys and arguments for some locks, all in one slot. */
+    record Chunk(List<RedissonLockHandle> handles, List<Object> keys, List<Object> args) {
+    }
+
+    /**
+     * Sends the renewal script of each chunk, routed by its first key to its master, pipelined; answers each
+     * script's list, in the chunks' order.
+     */
     @FunctionalInterface
     interface ChunkSender {
-        CompletableFuture<List<Object>> send(String firstKey, List<Object> keys, Object[] args);
+        CompletableFuture<List<List<Object>>> send(List<Chunk> chunks);
     }
 
     private final Set<RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
@@ -95,8 +109,8 @@ final class LeaseMonitor implements AutoCloseable {
     /** The Redis Cluster slot of a key; {@code null} when every key may go in one script. */
     private final ToIntFunction<String> slots;
     /** Chunks built but not yet sent; touched on the monitor's thread only. */
-    private final ArrayDeque<List<RedissonLockHandle>> pending = new ArrayDeque<>();
-    /** Chunks sent and not yet answered; touched on the monitor's thread only. */
+    private final ArrayDeque<Chunk> pending = new ArrayDeque<>();
+    /** Batches sent and not yet answered; touched on the monitor's thread only. */
     private int inFlight;
     private volatile ScheduledExecutorService timer;
     private volatile ExecutorService reporter;
@@ -189,7 +203,7 @@ final class LeaseMonitor implements AutoCloseable {
             }
             for (List<RedissonLockHandle> group : batched.values()) {
                 for (int from = 0; from < group.size(); from += CHUNK) {
-                    pending.add(group.subList(from, Math.min(group.size(), from + CHUNK)));
+                    pending.add(chunk(group.subList(from, Math.min(group.size(), from + CHUNK))));
                 }
             }
             sendPending();
@@ -217,36 +231,50 @@ final class LeaseMonitor implements AutoCloseable {
         }, timer);
     }
 
-    /** Sends queued chunks while fewer than {@link #IN_FLIGHT} are on their way; on the monitor's thread. */
+    private static Chunk chunk(List<RedissonLockHandle> handles) {
+        List<Object> keys = new ArrayList<>(handles.size());
+        List<Object> args = new ArrayList<>(handles.size() * 3);
+        for (RedissonLockHandle handle : handles) {
+            keys.add(handle.lock().getName());
+            args.add(handle.ownerField());
+            args.add(handle.batchedRenewalMillis());
+            args.add((handle.lock() instanceof org.redisson.RedissonReadLock) ? "r" : "");
+        }
+        return new Chunk(handles, keys, args);
+    }
+
+    /** Sends queued chunks, in batches, while fewer than {@link #IN_FLIGHT} batches are on their way. */
     private void sendPending() {
         while (inFlight < IN_FLIGHT && !pending.isEmpty()) {
-            send(pending.poll());
+            List<Chunk> batch = new ArrayList<>();
+            while (batch.size() < CHUNKS_PER_BATCH && !pending.isEmpty()) {
+                batch.add(pending.poll());
+            }
+            send(batch);
         }
     }
 
-    private void send(List<RedissonLockHandle> chunk) {
-        List<Object> keys = new ArrayList<>(chunk.size());
-        Object[] args = new Object[chunk.size() * 3];
-        for (int i = 0; i < chunk.size(); i++) {
-            RedissonLockHandle handle = chunk.get(i);
-            keys.add(handle.lock().getName());
-            args[3 * i] = handle.ownerField();
-            args[3 * i + 1] = handle.batchedRenewalMillis();
-            args[3 * i + 2] = (handle.lock() instanceof org.redisson.RedissonReadLock) ? "r" : "";
-        }
+    private void send(List<Chunk> batch) {
         inFlight++;
         long sentAt = System.nanoTime();
-        CompletableFuture<List<Object>> answer;
+        CompletableFuture<List<List<Object>>> answers;
         try {
-            answer = sender.send((String) keys.get(0), keys, args);
+            answers = sender.send(batch);
         }
         catch (RuntimeException ex) {
-            answer = CompletableFuture.failedFuture(ex);
+            answers = CompletableFuture.failedFuture(ex);
         }
-        answer.whenCompleteAsync((notHeld, failure) -> {
+        // completed on this monitor's thread, not Redisson's event loop
+        answers.whenCompleteAsync((notHeld, failure) -> {
             inFlight--;
+            if (failure != null) {
+                // its locks are reported once unconfirmed for a whole timeout; until then this says why
+                logger.warn("Renewing " + batch.size() + " chunks of watchdog locks failed; will retry", failure);
+            }
             try {
-                answered(chunk, sentAt, notHeld, failure);
+                for (int i = 0; i < batch.size(); i++) {
+                    answered(batch.get(i).handles(), sentAt, (failure == null) ? notHeld.get(i) : null, failure);
+                }
             }
             finally {
                 sendPending();

@@ -34,7 +34,7 @@ public final class ThousandsOfHeldLocks {
     }
 
     /**
-     * Holds {@code count} locks (REENTRANT, with a WRITE and a READ lock every hundredth) for three watchdog timeouts:
+     * Holds {@code count} locks, every other one with a hash tag shared by a tenth of them, (REENTRANT, with a WRITE and a READ lock every hundredth) for two watchdog timeouts (six renewals):
      * every key stays, with a TTL within the timeout, and none is reported lost. Then two REENTRANT keys and a WRITE
      * key are deleted and one REENTRANT key is handed to another owner: exactly those four are reported lost within a
      * watchdog timeout, and the one now another owner's is not extended by the renewal.
@@ -50,7 +50,8 @@ public final class ThousandsOfHeldLocks {
             List<CompletableFuture<LockHandle>> window = new ArrayList<>();
             for (int i = from; i < Math.min(count, from + WINDOW); i++) {
                 LockType type = (i % 100 == 1) ? LockType.WRITE : (i % 100 == 2) ? LockType.READ : LockType.REENTRANT;
-                String key = prefix + i;
+                // every other key shares a hash tag with a tenth of the others: on a cluster, chunks of several keys
+                String key = prefix + ((i % 2 == 0) ? "{group-" + (i % 20) + "}:" : "") + i;
                 window.add(provider.acquire(new LockRequest(key, 0, 0, false, type, LockOwner.next())));
                 redisKeys.add(type == LockType.REENTRANT ? key : LockKeys.readWriteKey(key));
             }
@@ -63,8 +64,8 @@ public final class ThousandsOfHeldLocks {
             }
         }
         try {
-            await().pollInterval(Duration.ofMillis(100)).during(watchdog.multipliedBy(3))
-                    .atMost(watchdog.multipliedBy(5))
+            await().pollInterval(Duration.ofMillis(100)).during(watchdog.multipliedBy(2))
+                    .atMost(watchdog.multipliedBy(4))
                     .until(() -> countExisting(client, redisKeys) == count && lost.isEmpty());
             List<Long> ttls = ttlRange(client, redisKeys);
             assertThat(ttls.get(0)).as("shortest TTL").isPositive();
