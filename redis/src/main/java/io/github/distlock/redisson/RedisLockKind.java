@@ -25,8 +25,8 @@ sealed interface RedisLockKind permits RLockKind, HandoffKind, PermitKind {
     void acquire(LockRequest request, RLock lock, long owner, long leaseMillis, CompletableFuture<LockHandle> result);
 
     /**
-     * Whether the lock is still the handle's, asked by the lease monitor every third of the watchdog timeout; kinds
-     * that Redisson's watchdog does not renew are renewed by this question.
+     * Whether the lock is still the handle's, asked by the lease monitor every third of the watchdog timeout for the
+     * kinds it does not renew in chunks ({@link #batchedRenewalMillis} {@code -1}), and renewing it.
      */
     CompletableFuture<Boolean> confirm(RedissonLockHandle handle);
 

@@ -70,7 +70,7 @@ class RedisClusterLockTemplateContractTest extends LockTemplateContractTest {
 
     /**
      * The lease monitor's renewal scripts hold the keys of one slot each, routed to its master: a thousand locks
-     * over a thousand slots stay held, and the ones taken away are reported lost (as on a single server:
+     * over some 500 slots stay held, and the ones taken away are reported lost (as on a single server:
      * ThousandsOfWatchdogLocksStayHeldAndLossesAreReportedTest).
      */
     @Test
