@@ -1,11 +1,19 @@
 package io.github.distlock.redisson;
 
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToIntFunction;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -16,25 +24,108 @@ import org.apache.commons.logging.LogFactory;
  * A lock found gone or owned by another, or not confirmed for a whole watchdog timeout (Redis unreachable: renewal
  * cannot have succeeded either, so the key has expired or is about to), is reported lost while its method still runs.
  *
+ * <p>Redisson's own locks ({@link RLockKind}) are asked in chunks: one script per chunk of up to {@link #CHUNK} keys
+ * ({@link #RENEW_SCRIPT}) renews each lock still held by its owner field ({@code HGET}, then {@code PEXPIRE} the
+ * watchdog timeout, and a reader's timeout key with it) and answers which were not held, so that renewal
+ * and loss detection are one command per chunk, not one per lock. Chunks go out pipelined, up to
+ * {@link #CHUNKS_PER_BATCH} in a batch and at most {@link #IN_FLIGHT} batches on their way, the next sent as one
+ * answers: neither one after another nor all at once. On Redis Cluster a chunk holds the keys of one slot and is
+ * routed by its first key; the script writes, so it goes to the master. Other kinds (FAIR, permits) are asked one lock
+ * at a time ({@link RedisLockKind#confirm}).
+ *
  * <p>Invariants: a handle is removed from the watch set before its unlock is sent, so a "not held" answer that
  * arrives after the release began is never reported as a loss. Only bookkeeping runs on the monitor's thread; losses
  * are reported on a thread of their own, so a listener that blocks or throws can neither delay the confirmation of
- * other locks (which would make healthy locks look lost) nor stop the monitor.
+ * other locks (which would make healthy locks look lost) nor stop the monitor. The renewal script extends a key only
+ * while the handle's own owner field is in it (checked in the same script, so nothing runs in between): a renewal
+ * that races a release, or arrives after the key expired and another owner took it, never re-creates the key nor
+ * extends another owner's lock ({@code PEXPIRE} creates nothing, and it is not sent when the field is missing). A
+ * lock is in at most one chunk at a time (its {@code checking} flag), and a chunk that failed (Redis unreachable)
+ * confirms nothing: its locks are asked again next period and reported once a whole timeout passed unconfirmed.
  */
 final class LeaseMonitor implements AutoCloseable {
 
     private static final Log logger = LogFactory.getLog(LeaseMonitor.class);
 
+    /**
+     * Keys per renewal script: five times Redisson's default chunk (fewer commands to encode and answer), while one
+     * script, two commands per key, still runs in about a millisecond and holds up other clients no longer.
+     * Chosen, not tuned: not measured against other sizes.
+     */
+    static final int CHUNK = 500;
+    /**
+     * Renewal scripts sent together, pipelined (one batch per Redis node): on a cluster a chunk holds the keys of one
+     * slot, often a single key, and thousands of scripts sent one by one would cost a round trip each.
+     */
+    static final int CHUNKS_PER_BATCH = 64;
+    /** Batches on their way at once: enough to hide the round trip, few enough not to queue up others' commands. */
+    static final int IN_FLIGHT = 4;
+
+    /**
+     * Per key, three ARGV: the owner field, the milliseconds to extend the lock by ({@code 0}: only ask), and
+     * {@code r} for a reader, whose hold has a timeout key of its own per entry that Redisson's read-lock scripts
+     * read ({@code <hash>:<field>:rwlock_timeout:<n>}, the hash's name being braced) and that is extended with it,
+     * as Redisson's read-lock renewal does. Returns the (1-based) positions of the keys whose owner field was missing.
+     */
+    static final String RENEW_SCRIPT = """
+            local lost = {}
+            for i = 1, #KEYS do
+              local field = ARGV[3 * i - 2]
+              -- pcall: a key overwritten with another type is one lost lock, not a failed script for the whole chunk
+              local count = redis.pcall('hget', KEYS[i], field)
+              if count and type(count) ~= 'table' then
+                local millis = tonumber(ARGV[3 * i - 1])
+                if millis > 0 then
+                  redis.call('pexpire', KEYS[i], millis)
+                  if ARGV[3 * i] == 'r' then
+                    for n = tonumber(count), 1, -1 do
+                      redis.call('pexpire', KEYS[i] .. ':' .. field .. ':rwlock_timeout:' .. n, millis)
+                    end
+                  end
+                end
+              else
+                lost[#lost + 1] = i
+              end
+            end
+            return lost
+            """;
+
+    /** The renewal script's keys and arguments for some locks, all in one slot. */
+    record Chunk(List<RedissonLockHandle> handles, List<Object> keys, List<Object> args) {
+    }
+
+    /**
+     * Sends the renewal script of each chunk, routed by its first key to its master, pipelined; answers each
+     * script's list, in the chunks' order.
+     */
+    @FunctionalInterface
+    interface ChunkSender {
+        CompletableFuture<List<List<Object>>> send(List<Chunk> chunks);
+    }
+
     private final Set<RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
     private final long timeoutNanos;
     private final long periodMillis;
+    private final ChunkSender sender;
+    /** The Redis Cluster slot of a key; {@code null} when every key may go in one script. */
+    private final ToIntFunction<String> slots;
+    /** Chunks built but not yet sent; touched on the monitor's thread only. */
+    private final ArrayDeque<Chunk> pending = new ArrayDeque<>();
+    /** Batches sent and not yet answered; touched on the monitor's thread only. */
+    private int inFlight;
     private volatile ScheduledExecutorService timer;
     private volatile ExecutorService reporter;
     private boolean closed;
 
-    LeaseMonitor(long watchdogTimeoutMillis) {
+    /**
+     * @param sender sends one chunk's renewal script
+     * @param slots the cluster slot of a key, {@code null} on a single server or a replicated one
+     */
+    LeaseMonitor(long watchdogTimeoutMillis, ChunkSender sender, ToIntFunction<String> slots) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
+        this.sender = sender;
+        this.slots = slots;
     }
 
     void watch(RedissonLockHandle handle) {
@@ -89,6 +180,7 @@ final class LeaseMonitor implements AutoCloseable {
     private void check() {
         try {
             long now = System.nanoTime();
+            Map<Integer, List<RedissonLockHandle>> batched = new HashMap<>();
             for (RedissonLockHandle handle : watched) {
                 if (now - handle.confirmedAt > timeoutNanos) {
                     if (watched.remove(handle)) {
@@ -102,25 +194,114 @@ final class LeaseMonitor implements AutoCloseable {
                     continue;
                 }
                 handle.checking = true;
-                long sentAt = System.nanoTime();
-                // completed on this monitor's thread, not Redisson's event loop, and only for bookkeeping
-                handle.confirm().whenCompleteAsync((held, failure) -> {
-                    handle.checking = false;
-                    if (failure != null) {
-                        return;
-                    }
-                    if (held) {
-                        handle.confirmedAt = sentAt;
-                    }
-                    else if (watched.remove(handle)) {
-                        report(handle, "its key is gone from Redis or belongs to another holder");
-                    }
-                }, timer);
+                if (handle.batchedRenewalMillis() >= 0) {
+                    int slot = (slots == null) ? 0 : slots.applyAsInt(handle.lock().getName());
+                    batched.computeIfAbsent(slot, unused -> new ArrayList<>()).add(handle);
+                }
+                else {
+                    confirmOne(handle);
+                }
             }
+            for (List<RedissonLockHandle> group : batched.values()) {
+                for (int from = 0; from < group.size(); from += CHUNK) {
+                    pending.add(chunk(group.subList(from, Math.min(group.size(), from + CHUNK))));
+                }
+            }
+            sendPending();
         }
         catch (Throwable ex) {
             // the timer must survive anything: a dead monitor would silently stop reporting losses
             logger.error("Lease check failed; will retry", ex);
+        }
+    }
+
+    private void confirmOne(RedissonLockHandle handle) {
+        long sentAt = System.nanoTime();
+        // completed on this monitor's thread, not Redisson's event loop, and only for bookkeeping
+        handle.confirm().whenCompleteAsync((held, failure) -> {
+            handle.checking = false;
+            if (failure != null) {
+                return;
+            }
+            if (held) {
+                handle.confirmedAt = sentAt;
+            }
+            else if (watched.remove(handle)) {
+                report(handle, "its key is gone from Redis or belongs to another holder");
+            }
+        }, timer);
+    }
+
+    private static Chunk chunk(List<RedissonLockHandle> handles) {
+        List<Object> keys = new ArrayList<>(handles.size());
+        List<Object> args = new ArrayList<>(handles.size() * 3);
+        for (RedissonLockHandle handle : handles) {
+            keys.add(handle.lock().getName());
+            args.add(handle.ownerField());
+            args.add(handle.batchedRenewalMillis());
+            args.add((handle.lock() instanceof org.redisson.RedissonReadLock) ? "r" : "");
+        }
+        return new Chunk(handles, keys, args);
+    }
+
+    /** Sends queued chunks, in batches, while fewer than {@link #IN_FLIGHT} batches are on their way. */
+    private void sendPending() {
+        while (inFlight < IN_FLIGHT && !pending.isEmpty()) {
+            List<Chunk> batch = new ArrayList<>();
+            while (batch.size() < CHUNKS_PER_BATCH && !pending.isEmpty()) {
+                batch.add(pending.poll());
+            }
+            send(batch);
+        }
+    }
+
+    private void send(List<Chunk> batch) {
+        inFlight++;
+        long sentAt = System.nanoTime();
+        CompletableFuture<List<List<Object>>> answers;
+        try {
+            answers = sender.send(batch);
+        }
+        catch (RuntimeException ex) {
+            answers = CompletableFuture.failedFuture(ex);
+        }
+        // completed on this monitor's thread, not Redisson's event loop
+        answers.whenCompleteAsync((notHeld, failure) -> {
+            inFlight--;
+            if (failure != null) {
+                // its locks are reported once unconfirmed for a whole timeout; until then this says why
+                logger.warn("Renewing " + batch.size() + " chunks of watchdog locks failed; will retry", failure);
+            }
+            try {
+                for (int i = 0; i < batch.size(); i++) {
+                    answered(batch.get(i).handles(), sentAt, (failure == null) ? notHeld.get(i) : null, failure);
+                }
+            }
+            finally {
+                sendPending();
+            }
+        }, timer);
+    }
+
+    private void answered(List<RedissonLockHandle> chunk, long sentAt, List<Object> notHeld, Throwable failure) {
+        Set<Integer> gone = new HashSet<>();
+        if (failure == null && notHeld != null) {
+            for (Object position : notHeld) {
+                gone.add(Integer.parseInt(String.valueOf(position)) - 1);
+            }
+        }
+        for (int i = 0; i < chunk.size(); i++) {
+            RedissonLockHandle handle = chunk.get(i);
+            handle.checking = false;
+            if (failure != null) {
+                continue;
+            }
+            if (!gone.contains(i)) {
+                handle.confirmedAt = sentAt;
+            }
+            else if (watched.remove(handle)) {
+                report(handle, "its key is gone from Redis or belongs to another holder");
+            }
         }
     }
 

@@ -95,4 +95,32 @@ final class LockKeys {
                     + "(distlock.key-prefix, default 'lock:')");
         }
     }
+
+    /**
+     * The Redis Cluster slot of {@code key}, as Redis computes it: CRC16 of its hash tag (the text between the first
+     * '{' and the first '}' after it, when not empty), else of the whole key, modulo 16384.
+     */
+    static int slot(String key) {
+        byte[] bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        int from = 0;
+        int to = bytes.length;
+        int open = indexOf(bytes, (byte) '{', 0);
+        if (open >= 0) {
+            int close = indexOf(bytes, (byte) '}', open + 1);
+            if (close > open + 1) {
+                from = open + 1;
+                to = close;
+            }
+        }
+        return org.redisson.connection.CRC16.crc16(java.util.Arrays.copyOfRange(bytes, from, to)) % 16384;
+    }
+
+    private static int indexOf(byte[] bytes, byte wanted, int from) {
+        for (int i = from; i < bytes.length; i++) {
+            if (bytes[i] == wanted) {
+                return i;
+            }
+        }
+        return -1;
+    }
 }

@@ -12,13 +12,13 @@ import org.redisson.client.RedisTimeoutException;
 
 /**
  * {@code REENTRANT}, {@code READ} and {@code WRITE}: Redisson's own {@link RLock} and the two halves of its
- * {@code RReadWriteLock}, taken and released by Redisson's scripts and renewed by its watchdog. The three differ only
- * in the Redisson object ({@link RedissonLockProvider} picks it) and in the wake-up a WRITE release adds.
+ * {@code RReadWriteLock}, taken and released by Redisson's scripts. The three differ only in the Redisson object
+ * ({@link RedissonLockProvider} picks it) and in the wake-up a WRITE release adds. A watchdog lock is taken with the
+ * watchdog timeout as an explicit lease, for which Redisson schedules no renewal of its own: the lease monitor renews
+ * it, in chunks, with the script that also tells which were lost ({@link LeaseMonitor}), a reader's timeout key with
+ * it.
  */
 final class RLockKind implements RedisLockKind {
-
-    /** Redisson's lease value for "no fixed lease: renew by watchdog". */
-    private static final long WATCHDOG = -1;
 
     private final RedissonLockProvider provider;
     private final GiveBacks giveBacks;
@@ -36,8 +36,8 @@ final class RLockKind implements RedisLockKind {
         // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
         // scripts as milliseconds without converting it (a fair lock's queue timeout came out 10^6 times too long)
         long waitMillis = LockDurations.ceilMillis(request.waitNanos());
-        long lease = request.watchdog() ? WATCHDOG : leaseMillis;
-        lock.tryLockAsync(waitMillis, lease, TimeUnit.MILLISECONDS, owner).whenComplete((acquired, failure) -> {
+        // a watchdog lease (renewed by the monitor) is a fixed lease to Redisson, which then does not renew it as well
+        lock.tryLockAsync(waitMillis, leaseMillis, TimeUnit.MILLISECONDS, owner).whenComplete((acquired, failure) -> {
             try {
                 completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
             }
@@ -77,9 +77,16 @@ final class RLockKind implements RedisLockKind {
         provider.completeHandle(request, handle, result);
     }
 
+    /** Not called for this kind: the lease monitor confirms and renews it in chunks ({@link #batchedRenewalMillis}). */
     @Override
     public CompletableFuture<Boolean> confirm(RedissonLockHandle handle) {
         return handle.lock().isHeldByThreadAsync(handle.owner()).toCompletableFuture();
+    }
+
+    /** The watchdog timeout: the monitor renews every watchdog lock of this kind. */
+    @Override
+    public long batchedRenewalMillis(RedissonLockHandle handle) {
+        return handle.leaseMillis();
     }
 
     @Override

@@ -25,10 +25,19 @@ sealed interface RedisLockKind permits RLockKind, HandoffKind, PermitKind {
     void acquire(LockRequest request, RLock lock, long owner, long leaseMillis, CompletableFuture<LockHandle> result);
 
     /**
-     * Whether the lock is still the handle's, asked by the lease monitor every third of the watchdog timeout; kinds
-     * that Redisson's watchdog does not renew are renewed by this question.
+     * Whether the lock is still the handle's, asked by the lease monitor every third of the watchdog timeout for the
+     * kinds it does not renew in chunks ({@link #batchedRenewalMillis} {@code -1}), and renewing it.
      */
     CompletableFuture<Boolean> confirm(RedissonLockHandle handle);
+
+    /**
+     * How the lease monitor keeps a watchdog lock of this kind: {@code -1}, by {@link #confirm} one lock at a time;
+     * otherwise in chunks with the monitor's renewal script, which extends the key by the answer in milliseconds
+     * ({@code 0}: only asks) while the handle's owner field is in it.
+     */
+    default long batchedRenewalMillis(RedissonLockHandle handle) {
+        return -1;
+    }
 
     /** Whether the lock is still the handle's, without renewing it. */
     CompletableFuture<Boolean> stillHeld(RedissonLockHandle handle);

@@ -79,12 +79,16 @@ final class RedissonLockHandle implements LockHandle {
     }
 
     /**
-     * Whether the lock is still this owner's, asked by the lease monitor. A hand-off lock has no Redisson watchdog:
-     * the question renews it (Redisson renews its own locks every third of the watchdog timeout, as the monitor
-     * asks).
+     * Whether the lock is still this owner's, asked by the lease monitor of the kinds it does not renew in chunks
+     * (FAIR, permits): the question renews it, every third of the watchdog timeout.
      */
     CompletableFuture<Boolean> confirm() {
         return kind.confirm(this);
+    }
+
+    /** See {@link RedisLockKind#batchedRenewalMillis}. */
+    long batchedRenewalMillis() {
+        return kind.batchedRenewalMillis(this);
     }
 
     @Override

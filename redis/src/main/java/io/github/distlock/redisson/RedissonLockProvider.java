@@ -74,8 +74,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.redisson = redisson;
         this.clientId = redisson.getId();
         this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
-        this.monitor = new LeaseMonitor(watchdogMillis);
         org.redisson.config.Config config = redisson.getConfig();
+        this.monitor = new LeaseMonitor(watchdogMillis, chunks -> renew(redisson, chunks),
+                config.isClusterConfig() ? LockKeys::slot : null);
         if (!config.isCheckLockSyncedSlaves() && (config.isClusterConfig() || config.isSentinelConfig())) {
             logger.warn("Redisson's checkLockSyncedSlaves is off on a replicated Redis: a lock whose write no replica "
                     + "confirmed is granted anyway, and a failover can lose it or bring back one already released "
@@ -103,6 +104,32 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.rlocks = new RLockKind(this, giveBacks, unlockMessages);
         this.handoffKind = new HandoffKind(this, giveBacks, handoffs, executor);
         this.permitKind = new PermitKind(this, giveBacks, permits);
+    }
+
+    /**
+     * Sends the lease monitor's renewal scripts in one batch: Redisson pipelines them, one write per master (the
+     * scripts write: never to a replica). Not followed by a {@code WAIT} for the replicas, as acquisitions are: a
+     * renewal lost in a failover leaves the previous one's time to live, and the next, a third of the watchdog
+     * timeout later, extends it on the new master, or the lock is reported not confirmed.
+     */
+    private static CompletableFuture<List<List<Object>>> renew(RedissonClient redisson, List<LeaseMonitor.Chunk> chunks) {
+        org.redisson.api.RBatch batch = redisson.createBatch();
+        org.redisson.api.RScriptAsync scripts = batch.getScript(org.redisson.client.codec.StringCodec.INSTANCE);
+        for (LeaseMonitor.Chunk chunk : chunks) {
+            scripts.evalAsync((String) chunk.keys().get(0), org.redisson.api.RScript.Mode.READ_WRITE,
+                    LeaseMonitor.RENEW_SCRIPT, org.redisson.api.RScript.ReturnType.LIST, chunk.keys(),
+                    chunk.args().toArray());
+        }
+        // the batch's own list of answers, in the order sent (each script's future may complete after the batch's)
+        return batch.executeAsync().toCompletableFuture().thenApply(done -> {
+            List<List<Object>> answers = new java.util.ArrayList<>(chunks.size());
+            for (Object answer : done.getResponses()) {
+                @SuppressWarnings("unchecked")
+                List<Object> positions = (answer == null) ? List.of() : (List<Object>) answer;
+                answers.add(positions);
+            }
+            return answers;
+        });
     }
 
     /** Every type: {@code RLock}, the hand-off lock, the two halves of {@code RReadWriteLock}; all but READ fenced. */

@@ -68,6 +68,19 @@ class RedisClusterLockTemplateContractTest extends LockTemplateContractTest {
         return new RedissonLockProvider(secondClient);
     }
 
+    /**
+     * The lease monitor's renewal scripts hold the keys of one slot each, routed to its master: a thousand locks
+     * over some 500 slots stay held, and the ones taken away are reported lost (as on a single server:
+     * ThousandsOfWatchdogLocksStayHeldAndLossesAreReportedTest).
+     */
+    @Test
+    void thousandsOfLocksInManySlotsStayHeldAndExactlyTheKeysTakenAwayAreReportedLost() {
+        try (RedissonLockProvider provider = new RedissonLockProvider(client)) {
+            io.github.distlock.redisson.ThousandsOfHeldLocks.holdRenewAndReportExactlyTheKeysTakenAway(client, provider,
+                    "held:", 1_000, RedissonLockProviderContractTest.WATCHDOG);
+        }
+    }
+
     /** As on a single server: see RedissonLockTemplateContractTest#aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker. */
     @Test
     void aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker() throws Exception {
