@@ -40,8 +40,11 @@ import org.apache.commons.logging.LogFactory;
  * while the handle's own owner field is in it (checked in the same script, so nothing runs in between): a renewal
  * that races a release, or arrives after the key expired and another owner took it, never re-creates the key nor
  * extends another owner's lock ({@code PEXPIRE} creates nothing, and it is not sent when the field is missing). A
- * lock is in at most one chunk at a time (its {@code checking} flag), and a chunk that failed (Redis unreachable)
- * confirms nothing: its locks are asked again next period and reported once a whole timeout passed unconfirmed.
+ * lock is in at most one chunk at a time (its {@code checking} flag), and a chunk that failed or did not answer within
+ * two periods (Redis unreachable) confirms nothing: its locks are asked again next period and reported once a whole
+ * timeout passed unconfirmed. Each chunk counts by its own script's answer, so one failing node or script in a batch
+ * costs the other chunks nothing. Closing the monitor reports every lock still watched lost: nothing renews it any
+ * more.
  */
 final class LeaseMonitor implements AutoCloseable {
 
@@ -76,7 +79,11 @@ final class LeaseMonitor implements AutoCloseable {
               if count and type(count) ~= 'table' then
                 local millis = tonumber(ARGV[3 * i - 1])
                 if millis > 0 then
-                  redis.call('pexpire', KEYS[i], millis)
+                  -- a reader shares the hash with other readers, whose leases may be longer (a fixed lease): never
+                  -- shorten the hash's life
+                  if ARGV[3 * i] ~= 'r' or redis.call('pttl', KEYS[i]) < millis then
+                    redis.call('pexpire', KEYS[i], millis)
+                  end
                   if ARGV[3 * i] == 'r' then
                     for n = tonumber(count), 1, -1 do
                       redis.call('pexpire', KEYS[i] .. ':' .. field .. ':rwlock_timeout:' .. n, millis)
@@ -95,17 +102,19 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     /**
-     * Sends the renewal script of each chunk, routed by its first key to its master, pipelined; answers each
-     * script's list, in the chunks' order.
+     * Sends the renewal script of each chunk, routed by its first key to its master, pipelined; answers one future
+     * per chunk, in the chunks' order, each with its own script's list or failure.
      */
     @FunctionalInterface
     interface ChunkSender {
-        CompletableFuture<List<List<Object>>> send(List<Chunk> chunks);
+        List<CompletableFuture<List<Object>>> send(List<Chunk> chunks);
     }
 
     private final Set<RedissonLockHandle> watched = ConcurrentHashMap.newKeySet();
     private final long timeoutNanos;
     private final long periodMillis;
+    /** How long a chunk's answer is waited for: two periods, and at least a second. */
+    private final long answerTimeoutMillis;
     private final ChunkSender sender;
     /** The Redis Cluster slot of a key; {@code null} when every key may go in one script. */
     private final ToIntFunction<String> slots;
@@ -124,6 +133,7 @@ final class LeaseMonitor implements AutoCloseable {
     LeaseMonitor(long watchdogTimeoutMillis, ChunkSender sender, ToIntFunction<String> slots) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
+        this.answerTimeoutMillis = Math.max(1000, 2 * periodMillis);
         this.sender = sender;
         this.slots = slots;
     }
@@ -258,28 +268,43 @@ final class LeaseMonitor implements AutoCloseable {
     private void send(List<Chunk> batch) {
         inFlight++;
         long sentAt = System.nanoTime();
-        CompletableFuture<List<List<Object>>> answers;
+        List<CompletableFuture<List<Object>>> answers;
         try {
             answers = sender.send(batch);
         }
         catch (RuntimeException ex) {
-            answers = CompletableFuture.failedFuture(ex);
+            answers = new ArrayList<>();
+            for (int i = 0; i < batch.size(); i++) {
+                answers.add(CompletableFuture.failedFuture(ex));
+            }
+        }
+        CompletableFuture<?>[] each = new CompletableFuture<?>[batch.size()];
+        java.util.concurrent.atomic.AtomicReference<Throwable> firstFailure = new java.util.concurrent.atomic.AtomicReference<>();
+        for (int i = 0; i < batch.size(); i++) {
+            List<RedissonLockHandle> handles = batch.get(i).handles();
+            // bounded: a batch that never answers (a hung connection) would otherwise keep its slot for good, and
+            // once all slots were taken nothing would be renewed again; a script that runs after its answer timed out
+            // only renews locks still held by their owners
+            each[i] = answers.get(i).orTimeout(answerTimeoutMillis, TimeUnit.MILLISECONDS)
+                    .handleAsync((notHeld, failure) -> {
+                        Throwable problem = (failure == null && notHeld == null)
+                                ? new IllegalStateException("no answer from the renewal script") : failure;
+                        if (problem != null) {
+                            firstFailure.compareAndSet(null, problem);
+                        }
+                        answered(handles, sentAt, notHeld, problem);
+                        return null;
+                    }, timer);
         }
         // completed on this monitor's thread, not Redisson's event loop
-        answers.whenCompleteAsync((notHeld, failure) -> {
+        CompletableFuture.allOf(each).whenCompleteAsync((ignored, unexpected) -> {
             inFlight--;
+            Throwable failure = firstFailure.get();
             if (failure != null) {
                 // its locks are reported once unconfirmed for a whole timeout; until then this says why
-                logger.warn("Renewing " + batch.size() + " chunks of watchdog locks failed; will retry", failure);
+                logger.warn("Renewing some of " + batch.size() + " chunks of watchdog locks failed; will retry", failure);
             }
-            try {
-                for (int i = 0; i < batch.size(); i++) {
-                    answered(batch.get(i).handles(), sentAt, (failure == null) ? notHeld.get(i) : null, failure);
-                }
-            }
-            finally {
-                sendPending();
-            }
+            sendPending();
         }, timer);
     }
 
@@ -339,9 +364,21 @@ final class LeaseMonitor implements AutoCloseable {
         if (executor != null) {
             executor.shutdownNow();
         }
+        // Nobody renews them from now on: their holders are told, rather than finding out from a second holder
+        for (RedissonLockHandle handle : watched) {
+            if (watched.remove(handle)) {
+                try {
+                    handle.lost("the Redis lock provider was closed while the lock was held: it is no longer renewed"
+                            + " and expires within the watchdog timeout");
+                }
+                catch (Throwable ex) {
+                    logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
+                }
+            }
+        }
         ExecutorService reports = reporter;
         if (reports != null) {
-            reports.shutdownNow();
+            reports.shutdown();
         }
     }
 }

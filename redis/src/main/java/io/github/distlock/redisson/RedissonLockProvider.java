@@ -54,6 +54,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private final String clientId;
     private final long watchdogMillis;
     private final LeaseMonitor monitor;
+    /** Set by {@link #close()}: no lock is handed out afterwards, none would be renewed. */
+    private volatile boolean closed;
     /** Give-backs, deferred claims, polls and announcements: one thread, never waiting for Redis. */
     private final ScheduledExecutorService executor;
     private final FencingTokens tokens;
@@ -112,24 +114,21 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * renewal lost in a failover leaves the previous one's time to live, and the next, a third of the watchdog
      * timeout later, extends it on the new master, or the lock is reported not confirmed.
      */
-    private static CompletableFuture<List<List<Object>>> renew(RedissonClient redisson, List<LeaseMonitor.Chunk> chunks) {
+    private static List<CompletableFuture<List<Object>>> renew(RedissonClient redisson, List<LeaseMonitor.Chunk> chunks) {
         org.redisson.api.RBatch batch = redisson.createBatch();
         org.redisson.api.RScriptAsync scripts = batch.getScript(org.redisson.client.codec.StringCodec.INSTANCE);
+        List<CompletableFuture<List<Object>>> answers = new java.util.ArrayList<>(chunks.size());
         for (LeaseMonitor.Chunk chunk : chunks) {
-            scripts.evalAsync((String) chunk.keys().get(0), org.redisson.api.RScript.Mode.READ_WRITE,
-                    LeaseMonitor.RENEW_SCRIPT, org.redisson.api.RScript.ReturnType.LIST, chunk.keys(),
-                    chunk.args().toArray());
+            answers.add(scripts.<List<Object>>evalAsync((String) chunk.keys().get(0),
+                    org.redisson.api.RScript.Mode.READ_WRITE, LeaseMonitor.RENEW_SCRIPT,
+                    org.redisson.api.RScript.ReturnType.LIST, chunk.keys(), chunk.args().toArray())
+                    .toCompletableFuture());
         }
-        // the batch's own list of answers, in the order sent (each script's future may complete after the batch's)
-        return batch.executeAsync().toCompletableFuture().thenApply(done -> {
-            List<List<Object>> answers = new java.util.ArrayList<>(chunks.size());
-            for (Object answer : done.getResponses()) {
-                @SuppressWarnings("unchecked")
-                List<Object> positions = (answer == null) ? List.of() : (List<Object>) answer;
-                answers.add(positions);
-            }
-            return answers;
-        });
+        // Each script's own answer, not the batch's: a batch fails as a whole when one of its scripts or one node
+        // fails, though the others ran and renewed their locks; counting those unconfirmed would report healthy
+        // locks lost and stop renewing them
+        batch.executeAsync();
+        return answers;
     }
 
     /** Every type: {@code RLock}, the hand-off lock, the two halves of {@code RReadWriteLock}; all but READ fenced. */
@@ -165,6 +164,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
 
     @Override
     public CompletableFuture<LockHandle> acquire(LockRequest request) {
+        if (closed) {
+            throw new IllegalStateException("The Redis lock provider is closed: lock '" + request.key()
+                    + "' would not be renewed nor watched");
+        }
         if (!supports(request.type(), request.fenced())) {
             throw new IllegalArgumentException("Redisson locks of type READ cannot be fenced: readers take no token");
         }
@@ -257,6 +260,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      */
     @Override
     public void close() {
+        closed = true;
         evictions.close();
         monitor.close();
         handoffs.shutdown();

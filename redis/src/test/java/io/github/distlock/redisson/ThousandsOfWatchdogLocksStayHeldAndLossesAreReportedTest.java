@@ -1,6 +1,18 @@
 package io.github.distlock.redisson;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.TimeUnit;
+
+import io.github.distlock.LockType;
+import io.github.distlock.spi.LockHandle;
+import io.github.distlock.spi.LockOwner;
+import io.github.distlock.spi.LockRequest;
 
 import io.github.distlock.testsupport.RedisServerExtension;
 import org.junit.jupiter.api.AfterAll;
@@ -10,6 +22,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The lease monitor renews Redisson's locks in chunks, with the script that also tells which were lost: 3,000 locks
@@ -47,5 +63,67 @@ class ThousandsOfWatchdogLocksStayHeldAndLossesAreReportedTest {
     @Test
     void threeThousandLocksStayHeldAcrossRenewalsAndExactlyTheKeysTakenAwayAreReportedLost() {
         ThousandsOfHeldLocks.holdRenewAndReportExactlyTheKeysTakenAway(client, provider, "held:", 3_000, WATCHDOG);
+    }
+
+    @Test
+    void closingTheProviderTellsTheHoldersOfItsWatchdogLocksAndRefusesNewOnes() {
+        RedissonLockProvider closing = new RedissonLockProvider(client);
+        LockHandle held = closing.acquire(new LockRequest("closing:held", 0, 0, false, LockType.REENTRANT,
+                LockOwner.next())).orTimeout(10, TimeUnit.SECONDS).join();
+        CompletableFuture<String> told = new CompletableFuture<>();
+        held.whenLost(told::complete);
+
+        closing.close();
+
+        // nothing renews the lock any more: its holder hears it now, not from a second holder after the lease
+        assertThat(told.orTimeout(5, TimeUnit.SECONDS).join()).contains("provider was closed");
+        assertThat(held.lostWhileHeld()).isTrue();
+        assertThatThrownBy(() -> closing.acquire(new LockRequest("closing:new", 0, 0, false, LockType.REENTRANT,
+                LockOwner.next()))).isInstanceOf(IllegalStateException.class).hasMessageContaining("closing:new")
+                .hasMessageContaining("closed");
+    }
+
+    @Test
+    void renewalGoesOnAfterAsManyBatchesAsMayBeInFlightNeverAnswered() throws Exception {
+        try (RedissonLockProvider hanging = new RedissonLockProvider(client)) {
+            LeaseMonitor monitor = (LeaseMonitor) field(RedissonLockProvider.class, "monitor").get(hanging);
+            java.lang.reflect.Field senderField = field(LeaseMonitor.class, "sender");
+            LeaseMonitor.ChunkSender real = (LeaseMonitor.ChunkSender) senderField.get(monitor);
+            AtomicBoolean hang = new AtomicBoolean(true);
+            AtomicInteger hung = new AtomicInteger();
+            // a connection that swallows the batch: its answers never come
+            senderField.set(monitor, (LeaseMonitor.ChunkSender) chunks -> {
+                if (hang.get()) {
+                    hung.incrementAndGet();
+                    return chunks.stream().map(chunk -> new CompletableFuture<List<Object>>()).toList();
+                }
+                return real.send(chunks);
+            });
+            // one lock per renewal period, each in a batch of its own that never answers
+            for (int i = 0; i < LeaseMonitor.IN_FLIGHT; i++) {
+                hanging.acquire(new LockRequest("hung:" + i, 0, 0, false, LockType.REENTRANT, LockOwner.next()))
+                        .orTimeout(10, TimeUnit.SECONDS).join();
+                int sent = i + 1;
+                await().atMost(Duration.ofSeconds(5)).until(() -> hung.get() >= sent);
+            }
+            hang.set(false);
+
+            LockHandle fresh = hanging.acquire(new LockRequest("hung:fresh", 0, 0, false, LockType.REENTRANT,
+                    LockOwner.next())).orTimeout(10, TimeUnit.SECONDS).join();
+            Set<String> lost = ConcurrentHashMap.newKeySet();
+            fresh.whenLost(lost::add);
+
+            // three watchdog timeouts: renewed all along, never reported
+            await().pollInterval(Duration.ofMillis(100)).during(WATCHDOG.multipliedBy(3))
+                    .atMost(WATCHDOG.multipliedBy(5))
+                    .until(() -> client.getBucket("hung:fresh").isExists() && lost.isEmpty());
+            fresh.releaseAsync().join();
+        }
+    }
+
+    private static java.lang.reflect.Field field(Class<?> owner, String name) throws NoSuchFieldException {
+        java.lang.reflect.Field field = owner.getDeclaredField(name);
+        field.setAccessible(true);
+        return field;
     }
 }
