@@ -29,7 +29,7 @@ final class JdbcLockHandle implements LockHandle {
      * the notification to reach it and its try to come back (a millisecond or two between machines of one network),
      * short enough that a line of this instance with no one elsewhere to take the key hardly waits.
      */
-    static final long HAND_OFF_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+    static final long HAND_OFF_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1);
 
     private final JdbcLockServices services;
     final String key;

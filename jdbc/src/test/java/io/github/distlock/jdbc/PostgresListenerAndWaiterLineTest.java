@@ -186,6 +186,25 @@ class PostgresListenerAndWaiterLineTest {
     }
 
     @Test
+    void theTableNamedWithOrWithoutItsSchemaHasOneChannel() throws Exception {
+        JdbcLockOptions quiet = JdbcLockOptions.defaults().withNotifyReleases(false);
+        try (JdbcLockProvider plain = new JdbcLockProvider(db.dataSource(), quiet);
+                JdbcLockProvider qualified = new JdbcLockProvider(db.dataSource(),
+                        quiet.withTableName("PUBLIC." + JdbcLockOptions.DEFAULT_TABLE_NAME))) {
+            assertThat(qualified.tableName()).isNotEqualTo(plain.tableName());
+            assertThat(JdbcLockRepository.channel("public." + JdbcLockOptions.DEFAULT_TABLE_NAME))
+                    .isEqualTo(channel(plain)).isEqualTo(channel(qualified))
+                    .isNotEqualTo(JdbcLockRepository.channel(JdbcLockOptions.DEFAULT_TABLE_NAME));
+        }
+    }
+
+    private static String channel(JdbcLockProvider provider) throws ReflectiveOperationException {
+        Field repository = JdbcLockProvider.class.getDeclaredField("repository");
+        repository.setAccessible(true);
+        return ((JdbcLockRepository) repository.get(provider)).channel();
+    }
+
+    @Test
     void aKeyWithSeparatorsSurrogatesAndTheLongestLengthIsWokenAcrossInstances() throws Exception {
         StringBuilder key = new StringBuilder("k:|w|r:\u00e9\uD83D\uDE00 ");
         while (key.length() < JdbcLockProvider.MAX_KEY_LENGTH) {
