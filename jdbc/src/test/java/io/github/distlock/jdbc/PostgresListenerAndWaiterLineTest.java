@@ -186,6 +186,19 @@ class PostgresListenerAndWaiterLineTest {
     }
 
     @Test
+    void aForceReleaseWakesThisInstancesNextWaiterLongBeforeItsPoll() throws Exception {
+        try (JdbcLockProvider provider = new JdbcLockProvider(db.dataSource(),
+                JdbcLockOptions.defaults().withPollIntervals(POLL, POLL).withNotifyReleases(false))) {
+            String key = "force-released";
+            LockHandle held = lock(provider, key, 0).get(10, TimeUnit.SECONDS);
+            CompletableFuture<LockHandle> waiting = lock(provider, key, TimeUnit.SECONDS.toNanos(60));
+            await().atMost(Duration.ofSeconds(5)).until(() -> provider.waiters().waiting(key) == 1);
+            assertThat(provider.forceRelease(key)).hasSize(1);
+            assertThat(waiting.get(3, TimeUnit.SECONDS).releaseAsync().get(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
     void theTableNamedWithOrWithoutItsSchemaHasOneChannel() throws Exception {
         JdbcLockOptions quiet = JdbcLockOptions.defaults().withNotifyReleases(false);
         try (JdbcLockProvider plain = new JdbcLockProvider(db.dataSource(), quiet);
