@@ -34,7 +34,11 @@ final class JdbcAcquisition {
     private boolean first;
     /** A try is running: a wake-up meanwhile makes the next one come at once. */
     private boolean trying;
+    /** Which try runs (or ran last): only the latest one's end says that no try runs. */
+    private int tries;
     private boolean wokenWhileTrying;
+    /** Woken while its turn was coming (the one before it just left the line): it tries at once when promoted. */
+    private boolean wokenBeforeItsTurn;
     private @Nullable ScheduledFuture<?> nextTry;
 
     JdbcAcquisition(JdbcLockServices services, JdbcLockOptions options, String instance, long watchdogMicros,
@@ -60,7 +64,21 @@ final class JdbcAcquisition {
             schedule(first ? 0 : LockDurations.remaining(deadline, System.nanoTime()));
         }
         if (queued) {
-            future.whenComplete((handle, failure) -> services.waiters().leave(this, handle != null));
+            future.whenComplete((handle, failure) -> {
+                stopTrying();
+                services.waiters().leave(this, handle != null);
+            });
+        }
+    }
+
+    /**
+     * Done (acquired, given up, failed or cancelled): the next try, which may be the one at the end of a long wait, is
+     * taken off the workers' queue rather than left there until its time.
+     */
+    private synchronized void stopTrying() {
+        if (nextTry != null) {
+            nextTry.cancel(false);
+            nextTry = null;
         }
     }
 
@@ -71,15 +89,22 @@ final class JdbcAcquisition {
     void promote(boolean previousAcquired) {
         synchronized (this) {
             first = true;
-            reschedule(previousAcquired ? nextPause() : 0);
+            reschedule(previousAcquired && !wokenBeforeItsTurn ? nextPause() : 0);
         }
     }
 
-    /** The key was freed: the first of the line tries at once; the others wait their turn. */
+    /**
+     * The key was freed: the first of the line tries at once; the others wait their turn. Only the first of a line is
+     * woken, or the one about to be promoted to first (the line's first just left it): that one remembers it for
+     * {@link #promote}.
+     */
     void wake() {
         synchronized (this) {
             if (first) {
                 reschedule(0);
+            }
+            else {
+                wokenBeforeItsTurn = true;
             }
         }
     }
@@ -97,6 +122,10 @@ final class JdbcAcquisition {
 
     /** Guarded by this. */
     private void schedule(long delayNanos) {
+        if (future.isDone()) {
+            // stopTrying() ran already: nothing would cancel this one
+            return;
+        }
         try {
             nextTry = services.workers().schedule(this::tryOnce, delayNanos);
         }
@@ -107,9 +136,19 @@ final class JdbcAcquisition {
 
     private void tryOnce() {
         boolean announce;
+        int thisTry;
         synchronized (this) {
             nextTry = null;
+            if (first && request.waitNanos() > 0 && !future.isDone()) {
+                // the line holds back while another instance takes the key this instance just released
+                long yieldLeft = services.waiters().yieldLeft(request.key());
+                if (yieldLeft > 0 && yieldLeft < LockDurations.remaining(deadline, System.nanoTime())) {
+                    schedule(yieldLeft);
+                    return;
+                }
+            }
             trying = true;
+            thisTry = ++tries;
             wokenWhileTrying = false;
             // a try-lock does not wait: nothing to announce
             announce = first && request.waitNanos() > 0 && services.listener() != null
@@ -120,7 +159,10 @@ final class JdbcAcquisition {
         }
         finally {
             synchronized (this) {
-                trying = false;
+                // the next try may run already (scheduled at once at the end of this one): it is the one trying now
+                if (tries == thisTry) {
+                    trying = false;
+                }
             }
         }
     }
@@ -211,6 +253,12 @@ final class JdbcAcquisition {
         long pause = ThreadLocalRandom.current().nextLong(pauseNanos / 2, pauseNanos + 1);
         pauseNanos = Math.min(LockDurations.saturatedMultiply(pauseNanos, 2),
                 LockDurations.toNanos(options.maxPollInterval()));
+        JdbcListener listener = services.listener();
+        if (listener != null && listener.listening()) {
+            // the other instances forget that this one waits once its mark is this old; a failed try renews it
+            // (announceDue), so tries come often enough that their releases keep notifying, however long the polls
+            pause = Math.min(pause, services.waiters().remoteWaiterNanos() / 2);
+        }
         return pause;
     }
 }

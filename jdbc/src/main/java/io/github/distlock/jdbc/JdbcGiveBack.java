@@ -20,11 +20,13 @@ final class JdbcGiveBack {
     private final JdbcLockRepository repository;
     private final JdbcWorkers workers;
     private final JdbcWatchdog watchdog;
+    private final JdbcWaiters waiters;
 
-    JdbcGiveBack(JdbcLockRepository repository, JdbcWorkers workers, JdbcWatchdog watchdog) {
+    JdbcGiveBack(JdbcLockRepository repository, JdbcWorkers workers, JdbcWatchdog watchdog, JdbcWaiters waiters) {
         this.repository = repository;
         this.workers = workers;
         this.watchdog = watchdog;
+        this.waiters = waiters;
     }
 
     /**
@@ -50,6 +52,8 @@ final class JdbcGiveBack {
         task[0] = () -> {
             try {
                 if (repository.releaseRow(key, owner)) {
+                    // the key is free: this instance's next waiter need not wait for its poll
+                    waiters.wake(key);
                     logger.info("Gave back lock '" + key + "', taken for a call that had already failed or stopped waiting");
                 }
             }

@@ -5,8 +5,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.TimeUnit;
 
-import javax.sql.DataSource;
-
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -14,8 +12,8 @@ import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
 /**
- * The PostgreSQL listener of one provider: one connection of the {@link DataSource}, held for as long as the provider
- * lives, that {@code LISTEN}s on its table's channel on a daemon thread of its own, and wakes this instance's first
+ * The PostgreSQL listener of one provider: one connection ({@link JdbcListenerConnections}: outside the application's
+ * pool where it can be), held for as long as the provider lives, that {@code LISTEN}s on its table's channel on a daemon thread of its own, and wakes this instance's first
  * waiter of a key another instance released ({@link JdbcWaiters#wake}), or marks a key another instance waits for
  * ({@link JdbcWaiters#remoteWaiter}). A connection that breaks (the server restarted, the backend was terminated) is
  * replaced, {@code LISTEN}ed again, and every waiter woken once, for the notifications missed meanwhile; until then the
@@ -39,7 +37,7 @@ final class JdbcListener {
     private static final long MIN_RECONNECT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_RECONNECT_NANOS = TimeUnit.SECONDS.toNanos(5);
 
-    private final DataSource dataSource;
+    private final JdbcListenerConnections connections;
     private final String channel;
     private final String instance;
     private final JdbcWaiters waiters;
@@ -48,12 +46,14 @@ final class JdbcListener {
     /** Whether a connection listens now. */
     private volatile boolean listening;
     /** How many times a connection started listening (for tests). */
-    private volatile int connections;
+    private volatile int listened;
+    /** Whether a failure was logged at WARN already: the next ones go to DEBUG, the waiters polling meanwhile. */
+    private boolean warned;
     /** The backend process of the listening connection, or 0 (for tests). */
     private volatile int backendPid;
 
-    JdbcListener(DataSource dataSource, String channel, String instance, JdbcWaiters waiters) {
-        this.dataSource = dataSource;
+    JdbcListener(JdbcListenerConnections connections, String channel, String instance, JdbcWaiters waiters) {
+        this.connections = connections;
         this.channel = channel;
         this.instance = instance;
         this.waiters = waiters;
@@ -74,7 +74,7 @@ final class JdbcListener {
     }
 
     int connections() {
-        return connections;
+        return listened;
     }
 
     int backendPid() {
@@ -95,27 +95,33 @@ final class JdbcListener {
     private void run() {
         long backoff = MIN_RECONNECT_NANOS;
         while (!closed) {
-            try (Connection connection = dataSource.getConnection()) {
-                PGConnection notifications = connection.unwrap(PGConnection.class);
-                if (!connection.getAutoCommit()) {
-                    // a pool configured without autocommit: LISTEN takes effect at commit
-                    connection.setAutoCommit(true);
+            try (Connection connection = connections.open()) {
+                try {
+                    PGConnection notifications = connection.unwrap(PGConnection.class);
+                    if (!connection.getAutoCommit()) {
+                        // a pool configured without autocommit: LISTEN takes effect at commit
+                        connection.setAutoCommit(true);
+                    }
+                    try (Statement statement = connection.createStatement()) {
+                        statement.execute("LISTEN " + channel);
+                    }
+                    backendPid = notifications.getBackendPID();
+                    listening = true;
+                    listened++;
+                    backoff = MIN_RECONNECT_NANOS;
+                    // releases while no connection listened were not heard: every first waiter tries once
+                    waiters.wakeAll();
+                    listen(connection, notifications);
                 }
-                try (Statement statement = connection.createStatement()) {
-                    statement.execute("LISTEN " + channel);
+                finally {
+                    if (connections.pooled()) {
+                        unlisten(connection);
+                    }
                 }
-                backendPid = notifications.getBackendPID();
-                listening = true;
-                connections++;
-                backoff = MIN_RECONNECT_NANOS;
-                // releases while no connection listened were not heard: every first waiter tries once
-                waiters.wakeAll();
-                listen(connection, notifications);
             }
             catch (SQLException | RuntimeException ex) {
                 if (!closed) {
-                    logger.debug("Listening for lock releases on channel " + channel + " failed; waiters poll until "
-                            + "a connection listens again", ex);
+                    failed(ex);
                 }
             }
             finally {
@@ -126,6 +132,36 @@ final class JdbcListener {
                 pause(backoff);
                 backoff = Math.min(backoff * 2, MAX_RECONNECT_NANOS);
             }
+        }
+    }
+
+    /**
+     * A pooled connection goes back to the pool listening no more: its next borrower's driver would otherwise collect
+     * the channel's notifications for as long as the connection lives.
+     */
+    private void unlisten(Connection connection) {
+        try {
+            if (!connection.isClosed()) {
+                try (Statement statement = connection.createStatement()) {
+                    statement.execute("UNLISTEN *");
+                }
+            }
+        }
+        catch (SQLException | RuntimeException ex) {
+            // a broken connection: the pool discards it, and its server session with it
+            logger.debug("UNLISTEN on the listener's connection failed; the pool discards a broken connection", ex);
+        }
+    }
+
+    private void failed(Exception ex) {
+        String message = "Listening for other instances' lock releases on channel " + channel + " failed ("
+                + ex.getMessage() + "); this instance's waiters poll for them until a connection listens again";
+        if (!warned) {
+            warned = true;
+            logger.warn(message, ex);
+        }
+        else {
+            logger.debug(message, ex);
         }
     }
 

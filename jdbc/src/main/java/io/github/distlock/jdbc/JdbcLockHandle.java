@@ -24,6 +24,13 @@ final class JdbcLockHandle implements LockHandle {
     /** How often a release that lost a race for its row (a deadlock victim) is sent before the give-back takes over. */
     static final int CONFLICT_TRIES = 3;
 
+    /**
+     * How long this instance's line holds back after a release it notified to a waiting instance: long enough for
+     * the notification to reach it and its try to come back (a millisecond or two between machines of one network),
+     * short enough that a line of this instance with no one elsewhere to take the key hardly waits.
+     */
+    static final long HAND_OFF_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1);
+
     private final JdbcLockServices services;
     final String key;
     final String owner;
@@ -93,6 +100,20 @@ final class JdbcLockHandle implements LockHandle {
         }
     }
 
+    /**
+     * The key is free: this instance's next waiter tries at once, before the caller that released can lock again;
+     * unless another instance waits too and was notified: then this instance's line holds back a moment, so that the
+     * instances take turns instead of this one keeping the key.
+     */
+    private void wakeNext(boolean notified) {
+        if (notified && services.waiters().yieldTo(key, HAND_OFF_NANOS)) {
+            services.workers().scheduleQuietly(() -> services.waiters().wake(key), HAND_OFF_NANOS);
+        }
+        else {
+            services.waiters().wake(key);
+        }
+    }
+
     @Override
     public CompletableFuture<Boolean> releaseAsync() {
         if (watchdog) {
@@ -111,8 +132,7 @@ final class JdbcLockHandle implements LockHandle {
                 try {
                     boolean released = services.repository().releaseRow(key, owner, notify);
                     if (released) {
-                        // this instance's next waiter tries at once, before the caller that released can lock again
-                        services.waiters().wake(key);
+                        wakeNext(notify);
                     }
                     result.complete(released);
                     return;

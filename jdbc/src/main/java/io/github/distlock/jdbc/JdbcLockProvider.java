@@ -68,8 +68,8 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
  *
  * <p>Waiters of one key on one instance wait in line, in arrival order: only the first tries and polls, a later call
  * for the key joins the end instead of racing them, and a release by this instance wakes the first at once. On
- * PostgreSQL (unless {@link JdbcLockOptions#notifyReleases()} is off) one connection of the pool, held while the provider
- * lives, {@code LISTEN}s for the other instances: a waiter that fails a try tells them ({@code pg_notify}, at most once
+ * PostgreSQL (unless {@link JdbcLockOptions#notifyReleases()} is off) one connection, held while the provider lives and
+ * opened outside a HikariCP pool (another pool lends one of its own, and must have at least three), {@code LISTEN}s for the other instances: a waiter that fails a try tells them ({@code pg_notify}, at most once
  * a second per key), and their release of that key then notifies in its own statement, which wakes the first waiter
  * here. Polls stay the fallback: a listener reconnecting, a notification missed, and every other database.
  *
@@ -140,22 +140,29 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
      * has no lock table as the schema script makes it
      */
     public JdbcLockProvider(DataSource dataSource, JdbcLockOptions options) {
+        this(dataSource, options, new JdbcWaiters());
+    }
+
+    /** With {@code waiters} of its own (for tests: marks of remote waiters that lapse sooner). */
+    JdbcLockProvider(DataSource dataSource, JdbcLockOptions options, JdbcWaiters waiters) {
         DataSource target = (dataSource instanceof TransactionAwareDataSourceProxy proxy)
                 ? proxy.getTargetDataSource() : dataSource;
         this.options = options;
         long watchdogNanos = options.watchdogTimeout().toNanos();
         this.watchdogMicros = LockDurations.ceilMicros(watchdogNanos);
         this.repository = new JdbcLockRepository(target, options.tableName(), instance, watchdogMicros);
+        // before any thread starts: a pool too small for the listener is refused
+        JdbcListenerConnections listening = (options.notifyReleases() && canListen(repository.dialect()))
+                ? JdbcListenerConnections.of(target) : null;
         this.workers = new JdbcWorkers(options.threads());
         this.watchdog = new JdbcWatchdog(repository, watchdogNanos);
         this.callbacks = Executors.newCachedThreadPool(JdbcWorkers.daemons("distlock-jdbc-callback"));
         this.pings = new ThreadPoolExecutor(0, MAX_PINGS, 1, TimeUnit.MINUTES, new SynchronousQueue<>(),
                 JdbcWorkers.daemons("distlock-jdbc-ping"));
-        JdbcWaiters waiters = new JdbcWaiters();
-        this.listener = (options.notifyReleases() && canListen(repository.dialect()))
-                ? new JdbcListener(target, repository.channel(), instance, waiters) : null;
+        this.listener = (listening != null)
+                ? new JdbcListener(listening, repository.channel(), instance, waiters) : null;
         this.services = new JdbcLockServices(repository, workers, watchdog,
-                new JdbcGiveBack(repository, workers, watchdog), callbacks, waiters, listener);
+                new JdbcGiveBack(repository, workers, watchdog, waiters), callbacks, waiters, listener);
         if (listener != null) {
             listener.start();
         }
@@ -290,6 +297,8 @@ public class JdbcLockProvider implements LockProvider, LockInspector, AutoClosea
                     for (JdbcLockRepository.Hold hold : eviction.holds()) {
                         watchdog.evicted(hold.owner(), "force-released by an operator");
                     }
+                    // the key is free: this instance's next waiter need not wait for its poll
+                    services.waiters().wake(key);
                 }
                 return new ForceRelease(eviction.released(), describe(key, eviction.holds()));
             });

@@ -43,7 +43,26 @@ final class JdbcLockRepository {
         this.instance = instance;
         this.watchdogMicros = watchdogMicros;
         this.dialect = checkDatabase(dataSource, table);
-        this.channel = channel(table);
+        this.channel = channel((dialect == JdbcDialect.POSTGRESQL) ? resolved(dataSource, table) : table);
+    }
+
+    /**
+     * The table's name with the schema it resolves to (PostgreSQL; the name as given when it cannot be read): so that
+     * instances naming the table with or without its schema, or finding it through different search paths, share
+     * its channel, and instances with different tables of one name do not.
+     */
+    private static String resolved(DataSource dataSource, String table) {
+        try (Connection connection = dataSource.getConnection();
+                PreparedStatement statement = connection.prepareStatement("SELECT n.nspname, c.relname FROM pg_class c"
+                        + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(?)")) {
+            statement.setString(1, table);
+            try (ResultSet rows = statement.executeQuery()) {
+                return rows.next() ? rows.getString(1) + "." + rows.getString(2) : table;
+            }
+        }
+        catch (SQLException ex) {
+            return table;
+        }
     }
 
     /** Detects the dialect and reads the table once, so that a missing table fails the startup, not the first call. */
@@ -179,10 +198,9 @@ final class JdbcLockRepository {
     }
 
     /**
-     * The channel of this table's notifications: a name of its own per table (schema included, case folded as
-     * PostgreSQL folds an unquoted name), so that two tables' instances do not wake each other; a hash, so that it
-     * fits PostgreSQL's 63 characters whatever the table's name. Two names of one table (with and without its schema)
-     * share no channel: their instances then fall back on polling for each other's releases.
+     * The channel of the notifications of {@code table} (its name with its schema, as the database resolved it): a
+     * name of its own per table (case folded as PostgreSQL folds an unquoted name), so that two tables' instances do
+     * not wake each other; a hash, so that it fits PostgreSQL's 63 characters whatever the table's name.
      */
     static String channel(String table) {
         try {

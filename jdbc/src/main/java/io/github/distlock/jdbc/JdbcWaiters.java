@@ -21,11 +21,28 @@ import java.util.concurrent.TimeUnit;
  */
 final class JdbcWaiters {
 
-    /** How long a key stays marked after another instance said it waits for it: waiters say it again every second. */
+    /** How long a key stays marked by default after another instance said it waits for it. */
     static final long REMOTE_WAITER_NANOS = TimeUnit.SECONDS.toNanos(5);
 
-    /** How often this instance tells the others that it waits for a key. */
-    static final long ANNOUNCE_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** How long a key stays marked after another instance said it waits for it. */
+    private final long remoteWaiterNanos;
+    /** How often this instance tells the others that it waits for a key: five times per mark's life. */
+    private final long announceNanos;
+
+    JdbcWaiters() {
+        this(REMOTE_WAITER_NANOS);
+    }
+
+    /** With marks of another life than the default five seconds (for tests). */
+    JdbcWaiters(long remoteWaiterNanos) {
+        this.remoteWaiterNanos = remoteWaiterNanos;
+        this.announceNanos = remoteWaiterNanos / 5;
+    }
+
+    /** How long a key stays marked after another instance said it waits for it. */
+    long remoteWaiterNanos() {
+        return remoteWaiterNanos;
+    }
 
     private final Map<String, Line> lines = new ConcurrentHashMap<>();
     /** Keys other instances wait for, until when ({@link System#nanoTime()}). */
@@ -88,6 +105,38 @@ final class JdbcWaiters {
         }
     }
 
+    /**
+     * This instance released {@code key} and told the others, one of which waits for it: this instance's line holds
+     * back for {@code nanos} (its first's tries wait until then, see {@link #yieldLeft}), so that the woken instance can
+     * take the key; without it the line's next waiter, woken in the same instant, takes it nearly every time and the
+     * other instances starve. Then the first is woken, and tries.
+     *
+     * @return whether a line holds back (there is one)
+     */
+    boolean yieldTo(String key, long nanos) {
+        boolean[] yielding = new boolean[1];
+        lines.computeIfPresent(key, (ignored, line) -> {
+            line.yieldUntil = System.nanoTime() + nanos;
+            line.yielding = true;
+            yielding[0] = true;
+            return line;
+        });
+        return yielding[0];
+    }
+
+    /** How long {@code key}'s line still holds back for another instance ({@link #yieldTo}), or 0. */
+    long yieldLeft(String key) {
+        long[] left = new long[1];
+        lines.computeIfPresent(key, (ignored, line) -> {
+            if (line.yielding) {
+                left[0] = Math.max(0, line.yieldUntil - System.nanoTime());
+                line.yielding = left[0] > 0;
+            }
+            return line;
+        });
+        return left[0];
+    }
+
     /** Wakes the first waiter of every line: notifications may have been missed (the listener reconnected). */
     void wakeAll() {
         List<JdbcAcquisition> firsts = new ArrayList<>();
@@ -103,7 +152,7 @@ final class JdbcWaiters {
 
     /** Another instance waits for {@code key}: its release should be notified for a while. */
     void remoteWaiter(String key) {
-        remoteWaiters.put(key, System.nanoTime() + REMOTE_WAITER_NANOS);
+        remoteWaiters.put(key, System.nanoTime() + remoteWaiterNanos);
     }
 
     /** Whether another instance said lately that it waits for {@code key}. */
@@ -125,7 +174,7 @@ final class JdbcWaiters {
     boolean announceDue(String key) {
         boolean[] due = new boolean[1];
         lines.computeIfPresent(key, (ignored, line) -> {
-            due[0] = !line.announced || System.nanoTime() - line.announcedAt >= ANNOUNCE_NANOS;
+            due[0] = !line.announced || System.nanoTime() - line.announcedAt >= announceNanos;
             return line;
         });
         return due[0];
@@ -159,5 +208,8 @@ final class JdbcWaiters {
         long announcedAt;
         /** The key was freed while the first was done but not yet out of the line: the next tries at once. */
         boolean freedMeanwhile;
+        /** Whether (and until when) the line holds back for another instance: see {@link #yieldTo}. */
+        boolean yielding;
+        long yieldUntil;
     }
 }
