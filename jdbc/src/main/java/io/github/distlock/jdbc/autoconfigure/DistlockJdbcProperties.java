@@ -87,8 +87,8 @@ public class DistlockJdbcProperties {
 
         /**
          * On PostgreSQL, whether a release wakes the waiters of other instances at once (LISTEN/NOTIFY on one
-         * connection of the pool held per instance) instead of leaving them to their next poll. Ignored on other
-         * databases.
+         * connection per instance, opened beside a HikariCP pool or else borrowed from the pool, which then needs a
+         * maximum of at least 3) instead of leaving them to their next poll. Ignored on other databases.
          */
         private boolean enabled = true;
 
