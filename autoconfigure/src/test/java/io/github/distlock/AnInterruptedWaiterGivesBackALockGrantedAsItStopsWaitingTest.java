@@ -99,18 +99,7 @@ class AnInterruptedWaiterGivesBackALockGrantedAsItStopsWaitingTest {
             }
         };
 
-        final LockHandle handle = new LockHandle() {
-            @Override
-            public long fencingToken() {
-                return -1;
-            }
-
-            @Override
-            public CompletableFuture<Boolean> releaseAsync() {
-                released.incrementAndGet();
-                return CompletableFuture.completedFuture(Boolean.TRUE);
-            }
-        };
+        final LockHandle handle = new CountingHandle(released);
 
         @Override
         public CompletableFuture<LockHandle> acquire(LockRequest request) {
@@ -125,18 +114,7 @@ class AnInterruptedWaiterGivesBackALockGrantedAsItStopsWaitingTest {
         final CountDownLatch asked = new CountDownLatch(1);
         final AtomicInteger released = new AtomicInteger();
 
-        private final LockHandle handle = new LockHandle() {
-            @Override
-            public long fencingToken() {
-                return -1;
-            }
-
-            @Override
-            public CompletableFuture<Boolean> releaseAsync() {
-                released.incrementAndGet();
-                return CompletableFuture.completedFuture(Boolean.TRUE);
-            }
-        };
+        private final LockHandle handle = new CountingHandle(released);
 
         @Override
         public CompletableFuture<LockHandle> acquire(LockRequest request) {
@@ -150,6 +128,21 @@ class AnInterruptedWaiterGivesBackALockGrantedAsItStopsWaitingTest {
             };
             asked.countDown();
             return grant;
+        }
+    }
+
+    /** A held lock whose releases are counted. */
+    private record CountingHandle(AtomicInteger released) implements LockHandle {
+
+        @Override
+        public long fencingToken() {
+            return -1;
+        }
+
+        @Override
+        public CompletableFuture<Boolean> releaseAsync() {
+            released.incrementAndGet();
+            return CompletableFuture.completedFuture(Boolean.TRUE);
         }
     }
 }

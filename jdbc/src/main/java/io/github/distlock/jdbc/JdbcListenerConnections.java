@@ -99,7 +99,9 @@ final class JdbcListenerConnections {
      */
     private static @Nullable Opener hikariOpener(Object hikari) {
         try {
-            if (get(hikari, "getCredentialsProvider") != null) {
+            // HikariCP before 7 has neither: no credentials provider then
+            if (getIfPresent(hikari, "getCredentialsProvider") != null
+                    || getIfPresent(hikari, "getCredentialsProviderClassName") != null) {
                 return null;
             }
             String username = (String) get(hikari, "getUsername");
@@ -124,15 +126,23 @@ final class JdbcListenerConnections {
                 properties.setProperty("password", password);
             }
             String driverClass = (String) get(hikari, "getDriverClassName");
-            Driver driver = (driverClass != null)
-                    ? (Driver) Class.forName(driverClass, true, hikari.getClass().getClassLoader())
-                            .getDeclaredConstructor().newInstance()
-                    : null;
+            Driver driver = null;
+            if (driverClass != null) {
+                try {
+                    driver = (Driver) Class.forName(driverClass, true, hikari.getClass().getClassLoader())
+                            .getDeclaredConstructor().newInstance();
+                }
+                catch (ReflectiveOperationException | LinkageError notThere) {
+                    // not visible from Hikari's class loader: the driver registered for the URL serves
+                }
+            }
+            Driver configuredDriver = driver;
             return () -> {
-                Driver chosen = (driver != null) ? driver : DriverManager.getDriver(url);
+                Driver chosen = (configuredDriver != null) ? configuredDriver : DriverManager.getDriver(url);
                 Connection connection = chosen.connect(url, properties);
                 if (connection == null) {
-                    throw new SQLException("Driver " + chosen.getClass().getName() + " does not accept " + url);
+                    // not the URL itself: it may carry a password
+                    throw new SQLException("Driver " + chosen.getClass().getName() + " does not accept the pool's JDBC URL");
                 }
                 return connection;
             };
@@ -155,6 +165,16 @@ final class JdbcListenerConnections {
             }
         }
         return null;
+    }
+
+    /** {@code null} also when the getter does not exist (an older version of the pool). */
+    private static @Nullable Object getIfPresent(Object target, String getter) throws ReflectiveOperationException {
+        try {
+            return get(target, getter);
+        }
+        catch (NoSuchMethodException absent) {
+            return null;
+        }
     }
 
     private static @Nullable Object get(Object target, String getter) throws ReflectiveOperationException {

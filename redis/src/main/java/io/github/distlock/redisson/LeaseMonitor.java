@@ -133,17 +133,34 @@ final class LeaseMonitor implements AutoCloseable {
     LeaseMonitor(long watchdogTimeoutMillis, ChunkSender sender, ToIntFunction<String> slots) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
-        this.answerTimeoutMillis = Math.max(1000, 2 * periodMillis);
+        this.answerTimeoutMillis = answerTimeoutMillis(watchdogTimeoutMillis);
         this.sender = sender;
         this.slots = slots;
     }
 
-    void watch(RedissonLockHandle handle) {
+    /** How long a renewal chunk's answer is waited for: two periods, and at least a second. */
+    static long answerTimeoutMillis(long watchdogTimeoutMillis) {
+        return Math.max(1000, 2 * Math.max(1, watchdogTimeoutMillis / 3));
+    }
+
+    /**
+     * Watches {@code handle} from now on; {@code false} once the monitor is closed (nothing would renew it), when the
+     * caller must not hand the lock out.
+     */
+    boolean watch(RedissonLockHandle handle) {
         handle.confirmedAt = System.nanoTime();
-        watched.add(handle);
+        synchronized (this) {
+            // under the monitor's lock: close() sets closed under it and then takes every watched lock, so a lock is
+            // either refused here or found and reported by close()
+            if (closed) {
+                return false;
+            }
+            watched.add(handle);
+        }
         if (timer == null) {
             start();
         }
+        return true;
     }
 
     void unwatch(RedissonLockHandle handle) {
@@ -151,7 +168,7 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     private synchronized void start() {
-        if (timer == null) {
+        if (timer == null && !closed) {
             startReporter();
             ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
                     task -> daemon(task, "distlock-lease-monitor"));
@@ -331,11 +348,11 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     private void report(RedissonLockHandle handle, String reason) {
-        ExecutorService executor = reporter;
-        if (executor == null) {
-            executor = startReporter();
-        }
         try {
+            ExecutorService executor = reporter;
+            if (executor == null) {
+                executor = startReporter();
+            }
             executor.execute(() -> {
                 try {
                     handle.lost(reason);
@@ -345,8 +362,14 @@ final class LeaseMonitor implements AutoCloseable {
                 }
             });
         }
-        catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the provider is closing: nobody is left to tell
+        catch (java.util.concurrent.RejectedExecutionException closing) {
+            // the provider is closing (a check still running as it closed): the holder is told here instead
+            try {
+                handle.lost(reason);
+            }
+            catch (Throwable ex) {
+                logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
+            }
         }
     }
 
@@ -364,16 +387,12 @@ final class LeaseMonitor implements AutoCloseable {
         if (executor != null) {
             executor.shutdownNow();
         }
-        // Nobody renews them from now on: their holders are told, rather than finding out from a second holder
+        // Nobody renews them from now on: their holders are told (on the reporting threads, as every report), rather
+        // than finding out from a second holder
         for (RedissonLockHandle handle : watched) {
             if (watched.remove(handle)) {
-                try {
-                    handle.lost("the Redis lock provider was closed while the lock was held: it is no longer renewed"
-                            + " and expires within the watchdog timeout");
-                }
-                catch (Throwable ex) {
-                    logger.error("Reporting the loss of lock '" + handle.lock().getName() + "' failed", ex);
-                }
+                report(handle, "the Redis lock provider was closed while the lock was held: it is no longer renewed"
+                        + " and expires within the watchdog timeout");
             }
         }
         ExecutorService reports = reporter;

@@ -77,7 +77,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.clientId = redisson.getId();
         this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
         org.redisson.config.Config config = redisson.getConfig();
-        this.monitor = new LeaseMonitor(watchdogMillis, chunks -> renew(redisson, chunks),
+        this.monitor = new LeaseMonitor(watchdogMillis,
+                chunks -> renew(redisson, chunks, LeaseMonitor.answerTimeoutMillis(watchdogMillis)),
                 config.isClusterConfig() ? LockKeys::slot : null);
         if (!config.isCheckLockSyncedSlaves() && (config.isClusterConfig() || config.isSentinelConfig())) {
             logger.warn("Redisson's checkLockSyncedSlaves is off on a replicated Redis: a lock whose write no replica "
@@ -114,8 +115,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * renewal lost in a failover leaves the previous one's time to live, and the next, a third of the watchdog
      * timeout later, extends it on the new master, or the lock is reported not confirmed.
      */
-    private static List<CompletableFuture<List<Object>>> renew(RedissonClient redisson, List<LeaseMonitor.Chunk> chunks) {
-        org.redisson.api.RBatch batch = redisson.createBatch();
+    private static List<CompletableFuture<List<Object>>> renew(RedissonClient redisson, List<LeaseMonitor.Chunk> chunks,
+            long answerTimeoutMillis) {
+        // Redisson gives the batch up within the monitor's own wait for it, and never sends it again: the monitor sends a
+        // fresh renewal every period, and a batch retried behind it would pile up on a Redis that is slow already
+        org.redisson.api.RBatch batch = redisson.createBatch(org.redisson.api.BatchOptions.defaults()
+                .responseTimeout(answerTimeoutMillis, java.util.concurrent.TimeUnit.MILLISECONDS).retryAttempts(0));
         org.redisson.api.RScriptAsync scripts = batch.getScript(org.redisson.client.codec.StringCodec.INSTANCE);
         List<CompletableFuture<List<Object>>> answers = new java.util.ArrayList<>(chunks.size());
         for (LeaseMonitor.Chunk chunk : chunks) {
@@ -225,8 +230,12 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * caller stopped waiting for is released.
      */
     void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
-        if (handle.monitor != null) {
-            monitor.watch(handle);
+        if (handle.monitor != null && !monitor.watch(handle)) {
+            // granted as the provider closed: nothing would renew it, so nobody may hold it
+            handle.releaseAsync();
+            result.completeExceptionally(new IllegalStateException("The Redis lock provider closed while lock '"
+                    + handle.key() + "' was being acquired: it was given back"));
+            return;
         }
         evictions.held(handle.key(), handle);
         if (!result.complete(handle)) {
