@@ -23,16 +23,23 @@ final class RLockKind implements RedisLockKind {
     private final RedissonLockProvider provider;
     private final GiveBacks giveBacks;
     private final UnlockMessages unlockMessages;
+    /** Where {@code REENTRANT} callers wait ({@link OwnedRLock}s only). */
+    private final RLockLines lines;
 
-    RLockKind(RedissonLockProvider provider, GiveBacks giveBacks, UnlockMessages unlockMessages) {
+    RLockKind(RedissonLockProvider provider, GiveBacks giveBacks, UnlockMessages unlockMessages, RLockLines lines) {
         this.provider = provider;
         this.giveBacks = giveBacks;
         this.unlockMessages = unlockMessages;
+        this.lines = lines;
     }
 
     @Override
     public void acquire(LockRequest request, RLock lock, long owner, long leaseMillis,
             CompletableFuture<LockHandle> result) {
+        if (lock instanceof OwnedRLock owned) {
+            acquireInLine(request, owned, owner, leaseMillis, result);
+            return;
+        }
         // Milliseconds, rounded up, whatever the caller's unit: for watchdog leases Redisson hands the wait to its
         // scripts as milliseconds without converting it (a fair lock's queue timeout came out 10^6 times too long)
         long waitMillis = LockDurations.ceilMillis(request.waitNanos());
@@ -47,6 +54,37 @@ final class RLockKind implements RedisLockKind {
                 result.completeExceptionally(unexpected);
             }
         });
+    }
+
+    /**
+     * {@code REENTRANT}: one try when the caller does not wait, else a place in the key's line ({@link RLockLines}),
+     * whose first waiter tries once per unlock message.
+     */
+    private void acquireInLine(LockRequest request, OwnedRLock lock, long owner, long leaseMillis,
+            CompletableFuture<LockHandle> result) {
+        RLockLines.Outcome outcome = (acquired, failure) -> {
+            try {
+                completeAcquisition(request, lock, owner, leaseMillis, acquired, failure, result);
+            }
+            catch (Throwable unexpected) {
+                // never leave the caller waiting forever with a lock it can't know it holds
+                giveBack(lock, owner, leaseMillis);
+                result.completeExceptionally(unexpected);
+            }
+        };
+        if (request.waitNanos() > 0) {
+            lines.acquire(lock, owner, leaseMillis, request.waitNanos(), result, outcome);
+            return;
+        }
+        CompletableFuture<Long> reply;
+        try {
+            reply = lock.tryOnce(leaseMillis, owner);
+        }
+        catch (RuntimeException shutDown) {
+            reply = CompletableFuture.failedFuture(shutDown);
+        }
+        reply.whenComplete((ttl, failure) -> outcome.settle((failure == null) ? Boolean.valueOf(ttl == null) : null,
+                failure));
     }
 
     private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,

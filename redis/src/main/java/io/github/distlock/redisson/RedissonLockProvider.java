@@ -64,6 +64,9 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     private final PermitLocks permits;
     private final RedisLockInspector inspector;
     private final RLockKind rlocks;
+    /** Redisson's command executor, for {@link OwnedRLock}s; {@code null} when it cannot be reached. */
+    private final org.redisson.command.CommandAsyncExecutor commandExecutor;
+    private final RLockLines lines;
     private final HandoffKind handoffKind;
     private final PermitKind permitKind;
     private final Evictions evictions;
@@ -104,7 +107,10 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.handoffs = new HandoffLocks(giveBacks, unlockMessages, redisson, clientId, watchdogMillis, executor);
         this.permits = new PermitLocks(giveBacks, redisson, executor);
         this.inspector = new RedisLockInspector(redisson, handoffs, unlockMessages, announcer, evictions);
-        this.rlocks = new RLockKind(this, giveBacks, unlockMessages);
+        this.commandExecutor = commandExecutor(redisson);
+        this.lines = new RLockLines(commandExecutor, executor, unlockMessages.publishCommand(),
+                Math.max(1, watchdogMillis / 3));
+        this.rlocks = new RLockKind(this, giveBacks, unlockMessages, lines);
         this.handoffKind = new HandoffKind(this, giveBacks, handoffs, executor);
         this.permitKind = new PermitKind(this, giveBacks, permits);
     }
@@ -148,9 +154,26 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         return true;
     }
 
+    /**
+     * Redisson's (internal) command executor, which {@link OwnedRLock} is built on; {@code null}, and Redisson's own
+     * wait for {@code REENTRANT}, when it cannot be reached.
+     */
+    private static org.redisson.command.CommandAsyncExecutor commandExecutor(RedissonClient redisson) {
+        try {
+            if (redisson instanceof org.redisson.Redisson client) {
+                return client.getCommandExecutor();
+            }
+        }
+        catch (RuntimeException | LinkageError ex) {
+            logger.debug("Could not reach Redisson's command executor; REENTRANT waiters use Redisson's own wait", ex);
+        }
+        return null;
+    }
+
     private RLock lock(LockType type, String key) {
         return switch (type) {
-            case REENTRANT -> redisson.getLock(key);
+            // Redisson's RLock (the same object getLock makes), with a single try for the line to wait with
+            case REENTRANT -> (commandExecutor != null) ? new OwnedRLock(commandExecutor, key) : redisson.getLock(key);
             // the hand-off lock's hash is the one RLock writes: this object names it and asks HEXISTS for stillHeld
             case FAIR -> redisson.getLock(key);
             // a key of their own: Redisson's read/write scripts only look at the hash's 'mode' field, which the
@@ -273,6 +296,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         evictions.close();
         monitor.close();
         handoffs.shutdown();
+        lines.shutdown();
         permits.shutdown();
         executor.shutdownNow();
         announcer.close();
@@ -323,6 +347,11 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
     /** The FAIR locks' queue side (for tests). */
     HandoffLocks handoffs() {
         return handoffs;
+    }
+
+    /** Where REENTRANT callers wait (for tests). */
+    RLockLines rlockLines() {
+        return lines;
     }
 
     /** Where force releases are told (for tests). */
