@@ -29,7 +29,10 @@ public final class PairedComparison {
     private PairedComparison() {
     }
 
-    /** Usage: {@code PairedComparison [rounds] [seconds per round] [threads,...]}. */
+    /**
+     * Usage: {@code PairedComparison [rounds] [seconds per round] [threads,...]}; each cycle tries once (wait 0), or,
+     * with {@code -Dpaired.wait=true}, waits up to 30 s (never needed: a key per thread).
+     */
     public static void main(String[] args) throws Exception {
         int rounds = (args.length > 0) ? Integer.parseInt(args[0]) : 5;
         int seconds = (args.length > 1) ? Integer.parseInt(args[1]) : 4;
@@ -59,8 +62,10 @@ public final class PairedComparison {
     }
 
     private static Result measure(BenchEnvironment env, Pair pair, int rounds, int seconds) throws Exception {
-        LockCycles.Cycle redisson = LockCycles.cycle(env, Impl.REDISSON, pair.lease(), false);
-        LockCycles.Cycle candidate = LockCycles.cycle(env, pair.candidate(), pair.lease(), false);
+        // -Dpaired.wait=true: both sides wait up to 30 s (distlock's waiting path: a line only on contention)
+        boolean wait = Boolean.getBoolean("paired.wait");
+        LockCycles.Cycle redisson = LockCycles.cycle(env, Impl.REDISSON, pair.lease(), wait);
+        LockCycles.Cycle candidate = LockCycles.cycle(env, pair.candidate(), pair.lease(), wait);
         // warm-up round, discarded
         round(redisson, candidate, pair.threads(), Math.max(1, seconds / 2));
         double[] ratios = new double[rounds];

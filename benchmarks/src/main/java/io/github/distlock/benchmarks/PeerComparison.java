@@ -35,6 +35,11 @@ import org.springframework.integration.redis.util.RedisLockRegistry.RedisLockTyp
  * CPU per cycle ({@code /proc/<pid>/stat}), Redis commands per cycle ({@code INFO commandstats}, the commands scripts
  * run included), p50/p99 of the cycle, cycles per thread min–max.
  *
+ * <p>Two floors beside them: the smallest correct Redis lock ({@code SET NX PX} to take, a cached compare-and-delete
+ * script to release; no renewal, no wake-up: waiting polls every millisecond) on Lettuce, and the same two commands on
+ * the application's Redisson client — what any lock on that client can at best reach. {@code -Dpeers.variants=A,B}
+ * runs only those rows (and {@code RLock}, the anchor).
+ *
  * <p>Spring Integration 7.1 releases with {@code DELEX ... IFEQ} (Redis 8.4) where the server has it; on an older
  * server (embedded-redis ships 6.2) its first release of each lock fails over to a Lua compare-and-delete for good.
  * That happens in the warm-up slots: the measured slots run the fallback, one script per release.
@@ -54,7 +59,11 @@ public final class PeerComparison {
          * before any of them asks Redis, so on one key a single registry measures mostly that local lock.
          */
         REGISTRY_PUB_SUB_PER_THREAD("`RedisLockRegistry` PUB_SUB, a registry per thread", true),
-        REGISTRY_SPIN_PER_THREAD("`RedisLockRegistry` SPIN, a registry per thread", true);
+        REGISTRY_SPIN_PER_THREAD("`RedisLockRegistry` SPIN, a registry per thread", true),
+        /** {@code SET NX PX} + a cached compare-and-delete script on Lettuce: the protocol's floor. */
+        RAW_LETTUCE("raw `SET NX PX` + compare-and-delete, Lettuce"),
+        /** The same two commands on the application's Redisson client: what Redisson's client path costs. */
+        RAW_REDISSON("raw `SET NX PX` + compare-and-delete, Redisson");
 
         final String label;
         /** Whether the variant runs on the one-key workload only (on own keys it is the shared registry's twin). */
@@ -147,6 +156,8 @@ public final class PeerComparison {
                         case REGISTRY_SPIN -> (t, id) -> registryCycle(spin, id);
                         case REGISTRY_PUB_SUB_PER_THREAD -> (t, id) -> registryCycle(pubSubPerThread[t], id);
                         case REGISTRY_SPIN_PER_THREAD -> (t, id) -> registryCycle(spinPerThread[t], id);
+                        case RAW_LETTUCE -> ours(LockCycles.cycle(env, Impl.RAW, Lease.FIXED, true));
+                        case RAW_REDISSON -> redissonRaw(env.redisson());
                     };
                 }
                 Counters.RedisProcess redis = Counters.RedisProcess.of(env.server());
@@ -181,6 +192,28 @@ public final class PeerComparison {
         return registry;
     }
 
+    private static Cycle redissonRaw(org.redisson.api.RedissonClient redisson) {
+        org.redisson.api.RScript script = redisson.getScript(org.redisson.client.codec.StringCodec.INSTANCE);
+        String release = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+        String sha = script.scriptLoad(release);
+        java.time.Duration lease = java.time.Duration.ofMillis(LockCycles.FIXED_LEASE_MS);
+        return (t, id) -> {
+            String key = "bench:" + id;
+            String token = RawLockClient.threadToken();
+            org.redisson.api.RBucket<String> bucket = redisson.getBucket(key, org.redisson.client.codec.StringCodec.INSTANCE);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LockCycles.WAIT_MS);
+            while (!bucket.setIfAbsent(token, lease)) {
+                if (System.nanoTime() - deadline >= 0) {
+                    return false;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(RawLockClient.POLL_NANOS);
+            }
+            Long deleted = script.evalSha(org.redisson.api.RScript.Mode.READ_WRITE, sha,
+                    org.redisson.api.RScript.ReturnType.LONG, List.of(key), token);
+            return deleted != null && deleted == 1L;
+        };
+    }
+
     private static Cycle ours(LockCycles.Cycle cycle) {
         return (t, id) -> cycle.run(id);
     }
@@ -198,7 +231,9 @@ public final class PeerComparison {
     /** One workload: a warm-up slot per variant, then {@code rounds} rounds of a slot per variant, rotating. */
     private static List<Result> measure(Counters.RedisProcess redis, Cycle[] cycles, String workload,
             int threads, boolean oneKey, int rounds, long slotMillis) throws InterruptedException {
+        String only = System.getProperty("peers.variants", "");
         Variant[] variants = Arrays.stream(Variant.values()).filter(v -> oneKey || !v.oneKeyOnly)
+                .filter(v -> only.isEmpty() || v == Variant.RLOCK || Arrays.asList(only.split(",")).contains(v.name()))
                 .toArray(Variant[]::new);
         Totals[] totals = new Totals[Variant.values().length];
         for (Variant variant : variants) {
