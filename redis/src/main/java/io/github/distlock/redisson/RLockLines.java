@@ -24,8 +24,11 @@ import org.redisson.command.CommandAsyncExecutor;
 /**
  * This instance's {@code REENTRANT} waiters, one line per key in arrival order: only the first of a line sends tries;
  * the others wait for their turn without touching Redis. The first is woken by Redisson's unlock message on the key's
- * lock channel (every release of the key sends one, whoever released it), at the holder's time to live, and at least
- * every {@code pollMillis} (a message lost to a reconnect, a failed subscription or a forced release costs no more).
+ * lock channel (every release of the key sends one, whoever released it), at the holder's time to live, and, while the
+ * line has no subscription in place (being made, or failed and asked for again), at least every {@code pollMillis}.
+ * With a subscription it tries no more often than Redisson's own wait would, so that an outage fails no waiter that
+ * Redisson's wait would have carried through; a release whose message was lost (a reconnect, a key deleted behind the
+ * lock's back) is then found at the holder's time to live, as with Redisson's wait.
  * So an unlock message costs this instance one try, as in Redisson's own blocking wait, where Redisson's asynchronous
  * wait — the only one that takes an owner id — costs about two: its channel listener runs a waiting listener and also
  * leaves a permit that a later waiter finds, and tries again for nothing. The lock stays Redisson's: the same hash,
@@ -43,8 +46,8 @@ import org.redisson.command.CommandAsyncExecutor;
  * that arrives before a try is sent is no news to it (Redis ran that release before the try), so the mark is cleared
  * when a try is sent. A subscription that completes while a try is on its way counts as such a message: a release
  * between the try and the subscription was heard by nobody.</li>
- * <li>While a line has waiters and no try on its way, a wake is scheduled (the holder's time to live, capped at
- * {@code pollMillis}) unless the first's deadline comes sooner (its deadline timer stands in, and when it leaves the
+ * <li>While a line has waiters and no try on its way, a wake is scheduled (the holder's time to live; capped at
+ * {@code pollMillis} while no subscription is in place) unless the first's deadline comes sooner (its deadline timer stands in, and when it leaves the
  * next tries at once), and the subscription is asked for; when the subscription is in place the first tries again.</li>
  * <li>A waiter completes once ({@code done}): its try's reply, its deadline, a cancellation or the provider closing.
  * A try on its way for a waiter that is done still decides: acquired, the lock is given back by the caller's code
@@ -77,7 +80,8 @@ final class RLockLines {
 
     /**
      * @param publishCommand the command Redisson's releases wake waiters with
-     * @param pollMillis the longest a first waiter goes without a try (a third of the watchdog timeout)
+     * @param pollMillis the longest a first waiter goes without a try while its line has no subscription in place (a
+     * third of the watchdog timeout)
      */
     RLockLines(CommandAsyncExecutor executor, ScheduledExecutorService timer, String publishCommand, long pollMillis) {
         this.executor = executor;
@@ -418,7 +422,12 @@ final class RLockLines {
     private void wakeAt(Line line, long ttl, long firstRemainingNanos) {
         cancel(line.wake);
         line.wake = null;
-        long delay = (ttl < 0) ? pollNanos : Math.min(TimeUnit.MILLISECONDS.toNanos(Math.max(1, ttl)), pollNanos);
+        // polls only while no subscription is in place: with one, a waiter tries no more often than Redisson's own
+        // (a poll that fails during a failover would fail a waiter that Redisson's wait would have carried through it)
+        CompletableFuture<Integer> subscription = line.subscription;
+        long cap = (subscription != null && subscription.isDone() && !subscription.isCompletedExceptionally())
+                ? Long.MAX_VALUE : pollNanos;
+        long delay = (ttl < 0) ? cap : Math.min(TimeUnit.MILLISECONDS.toNanos(Math.max(1, ttl)), cap);
         if (delay < firstRemainingNanos) {
             line.wake = schedule(() -> woken(line), delay);
         }

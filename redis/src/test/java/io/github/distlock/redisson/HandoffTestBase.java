@@ -82,17 +82,8 @@ abstract class HandoffTestBase {
     }
 
     private RedissonLockProvider provider(String address, Consumer<SingleServerConfig> tune) {
-        return provider(address, WATCHDOG_MILLIS, tune);
-    }
-
-    /** Another provider on this class's Redis, with a watchdog timeout of {@code watchdogMillis}. */
-    RedissonLockProvider providerWithWatchdog(long watchdogMillis) {
-        return provider(redis.uri(), watchdogMillis, server -> { });
-    }
-
-    private RedissonLockProvider provider(String address, long watchdogMillis, Consumer<SingleServerConfig> tune) {
         Config config = new Config();
-        config.setLockWatchdogTimeout(watchdogMillis);
+        config.setLockWatchdogTimeout(WATCHDOG_MILLIS);
         tune.accept(config.useSingleServer().setAddress(address).setTimeout(10_000));
         RedissonClient client = Redisson.create(config);
         clients.add(client);
