@@ -76,15 +76,8 @@ final class RLockKind implements RedisLockKind {
             lines.acquire(lock, owner, leaseMillis, request.waitNanos(), result, outcome);
             return;
         }
-        CompletableFuture<Long> reply;
-        try {
-            reply = lock.tryOnce(leaseMillis, owner);
-        }
-        catch (RuntimeException shutDown) {
-            reply = CompletableFuture.failedFuture(shutDown);
-        }
-        reply.whenComplete((ttl, failure) -> outcome.settle((failure == null) ? Boolean.valueOf(ttl == null) : null,
-                failure));
+        RLockLines.tryOnce(lock, leaseMillis, owner).whenComplete((ttl, failure) ->
+                outcome.settle((failure == null) ? Boolean.valueOf(ttl == null) : null, failure));
     }
 
     private void completeAcquisition(LockRequest request, RLock lock, long owner, long leaseMillis, Boolean acquired,

@@ -155,12 +155,12 @@ final class RLockLines {
             throw new IllegalStateException("The Redis lock provider is closed: lock '" + lock.getName()
                     + "' would not be renewed nor watched");
         }
-        long deadline = LockDurations.deadline(System.nanoTime(), waitNanos);
+        Waiter waiter = new Waiter(lock, owner, leaseMillis, waitNanos,
+                LockDurations.deadline(System.nanoTime(), waitNanos), outcome, result);
         if (lines.containsKey(lock.getName())) {
-            join(new Waiter(lock, owner, leaseMillis, waitNanos, deadline, outcome, result), -1);
+            join(waiter, -1);
             return;
         }
-        Waiter waiter = new Waiter(lock, owner, leaseMillis, waitNanos, deadline, outcome, result);
         waiter.tried = true;
         tryOnce(waiter).whenComplete((ttl, failure) -> {
             if (failure != null || ttl == null) {
@@ -180,8 +180,13 @@ final class RLockLines {
     }
 
     private static CompletableFuture<Long> tryOnce(Waiter waiter) {
+        return tryOnce(waiter.lock, waiter.leaseMillis, waiter.owner);
+    }
+
+    /** {@link OwnedRLock#tryOnce}, a client that throws at once (shutting down) answered as a failed try. */
+    static CompletableFuture<Long> tryOnce(OwnedRLock lock, long leaseMillis, long owner) {
         try {
-            return waiter.lock.tryOnce(waiter.leaseMillis, waiter.owner);
+            return lock.tryOnce(leaseMillis, owner);
         }
         catch (RuntimeException shutDown) {
             return CompletableFuture.failedFuture(shutDown);
@@ -212,7 +217,7 @@ final class RLockLines {
                 stop(line, waiter, null);
             }
         });
-        boolean tryNow = false;
+        boolean tryNow;
         synchronized (line) {
             // first, and either it has not tried yet or the line heard releases already: a release between its try
             // and joining was heard while nobody was first, so it tries again now. On a line still subscribing, the
@@ -388,24 +393,19 @@ final class RLockLines {
 
     /** An unlock message on the line's channel: the first waiter tries, or will try again (invariant 2). */
     private void released(Line line) {
-        Waiter first;
-        synchronized (line) {
-            if (line.trying != null) {
-                line.releasedMeanwhile = true;
-                return;
-            }
-            first = line.waiters.peekFirst();
-        }
-        if (first != null) {
-            sendTry(line, first);
-        }
+        wake(line, true);
     }
 
     /** The line's wake timer: the first tries, unless a try is on its way (a timer is no news of a release). */
     private void woken(Line line) {
+        wake(line, false);
+    }
+
+    private void wake(Line line, boolean message) {
         Waiter first;
         synchronized (line) {
             if (line.trying != null) {
+                line.releasedMeanwhile |= message;
                 return;
             }
             first = line.waiters.peekFirst();
