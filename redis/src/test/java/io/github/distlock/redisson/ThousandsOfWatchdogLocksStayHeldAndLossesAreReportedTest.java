@@ -121,6 +121,34 @@ class ThousandsOfWatchdogLocksStayHeldAndLossesAreReportedTest {
         }
     }
 
+    @Test
+    void aRenewalChunkWhoseOwnersDoNotMatchItsKeysOneForOneFailsAndConfirmsNothing() {
+        String head = client.getId() + ":";
+        client.getMap("mismatch:a", org.redisson.client.codec.StringCodec.INSTANCE).put(head + "1", "1");
+        client.getMap("mismatch:b", org.redisson.client.codec.StringCodec.INSTANCE).put(head + "2", "1");
+        client.getKeys().expire("mismatch:a", 5, TimeUnit.SECONDS);
+        org.redisson.api.RScript script = client.getScript(org.redisson.client.codec.ByteArrayCodec.INSTANCE);
+
+        // one owner for two keys: the script must not answer "all held" for the second key, which it never checked
+        assertThatThrownBy(() -> script.eval("mismatch:a", org.redisson.api.RScript.Mode.READ_WRITE,
+                LeaseMonitor.RENEW_SCRIPT, org.redisson.api.RScript.ReturnType.LIST,
+                List.of("mismatch:a", "mismatch:b"), bytes(head), bytes("60000"), bytes(""), bytes(""), bytes("1")))
+                .hasMessageContaining("distlock renewal: 1 owners for 2 keys");
+
+        // matched one for one: the held key is renewed, the key without its owner's field is answered lost
+        List<Object> lost = script.eval("mismatch:a", org.redisson.api.RScript.Mode.READ_WRITE,
+                LeaseMonitor.RENEW_SCRIPT, org.redisson.api.RScript.ReturnType.LIST,
+                List.of("mismatch:a", "mismatch:b"), bytes(head), bytes("60000"), bytes(""), bytes(""), bytes("1,3"));
+        assertThat(lost).containsExactly(2L);
+        assertThat(client.getKeys().remainTimeToLive("mismatch:a")).isGreaterThan(50_000);
+        assertThat(client.getKeys().remainTimeToLive("mismatch:b")).isEqualTo(-1);
+        client.getKeys().delete("mismatch:a", "mismatch:b");
+    }
+
+    private static byte[] bytes(String text) {
+        return text.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
     private static java.lang.reflect.Field field(Class<?> owner, String name) throws NoSuchFieldException {
         java.lang.reflect.Field field = owner.getDeclaredField(name);
         field.setAccessible(true);
