@@ -49,7 +49,8 @@ final class Evictions {
     private final LeaseMonitor monitor;
     /**
      * The locks this provider holds now, by key and owner: the ones a message may name. Several per owner: a writer's
-     * owner may also read the key it writes. The sets are changed only inside the map's atomic calls for their key.
+     * owner may also read the key it writes. The sets are never changed: the map's atomic calls for their key replace
+     * them.
      */
     private final ConcurrentHashMap<Held, Set<RedissonLockHandle>> held = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger registrations = new java.util.concurrent.atomic.AtomicInteger();
@@ -132,9 +133,7 @@ final class Evictions {
                 evictedAlready[0] = true;
                 return handles;
             }
-            Set<RedissonLockHandle> all = (handles != null) ? handles : new HashSet<>(2);
-            all.add(handle);
-            return all;
+            return with(handles, handle);
         });
         if (evictedAlready[0]) {
             monitor.reportLost(handle, REASON);
@@ -146,9 +145,14 @@ final class Evictions {
             long now = System.nanoTime();
             for (Held each : held.keySet()) {
                 held.computeIfPresent(each, (ignored, handles) -> {
-                    handles.removeIf(stale -> stale.monitor == null
-                            && now - stale.heldSince > TimeUnit.MILLISECONDS.toNanos(stale.leaseMillis()));
-                    return handles.isEmpty() ? null : handles;
+                    Set<RedissonLockHandle> kept = handles;
+                    for (RedissonLockHandle stale : handles) {
+                        if (kept != null && stale.monitor == null
+                                && now - stale.heldSince > TimeUnit.MILLISECONDS.toNanos(stale.leaseMillis())) {
+                            kept = without(kept, stale);
+                        }
+                    }
+                    return kept;
                 });
             }
         }
@@ -156,10 +160,37 @@ final class Evictions {
 
     /** {@code handle} is released or reported lost: no message concerns it any more. */
     void forget(String key, RedissonLockHandle handle) {
-        held.computeIfPresent(new Held(key, handle.owner()), (ignored, handles) -> {
-            handles.remove(handle);
-            return handles.isEmpty() ? null : handles;
-        });
+        held.computeIfPresent(new Held(key, handle.owner()), (ignored, handles) -> without(handles, handle));
+    }
+
+    /**
+     * {@code handles} (may be {@code null}) and {@code handle}: a new set, never changed afterwards. Almost every hold is
+     * the only one of its owner on its key, so the usual set is a one-element {@code Set.of}: one small object made on
+     * the thread that hands the lock out, where a {@code HashSet} made four.
+     */
+    private static Set<RedissonLockHandle> with(Set<RedissonLockHandle> handles, RedissonLockHandle handle) {
+        if (handles == null) {
+            return Set.of(handle);
+        }
+        if (handles.contains(handle)) {
+            return handles;
+        }
+        Set<RedissonLockHandle> all = new HashSet<>(handles);
+        all.add(handle);
+        return Set.copyOf(all);
+    }
+
+    /** {@code handles} without {@code handle}, as a new set; {@code null} (no entry) when none is left. */
+    private static Set<RedissonLockHandle> without(Set<RedissonLockHandle> handles, RedissonLockHandle handle) {
+        if (!handles.contains(handle)) {
+            return handles;
+        }
+        if (handles.size() == 1) {
+            return null;
+        }
+        Set<RedissonLockHandle> rest = new HashSet<>(handles);
+        rest.remove(handle);
+        return Set.copyOf(rest);
     }
 
     /** Reports the locks of {@code owner} on {@code key} lost, if this provider holds any; once, whoever comes first. */

@@ -42,14 +42,13 @@ final class OwnedRLock extends RedissonLock {
      * (a try no replica confirmed is undone and sent again, Redisson's retry count), never re-sent otherwise.
      */
     CompletableFuture<Long> tryOnce(long leaseMillis, long owner) {
+        // As Redisson's try does once it has the lock: the lease a re-entrant release renews the hash with. Set before
+        // the try rather than in a stage after its reply: this object is one acquisition's and nobody releases it
+        // before the try has answered, so the value read is the same, and the reply completes the caller's future
+        // with one stage less on the client's event loop.
+        internalLockLeaseTime = leaseMillis;
         return getServiceManager().execute(() -> handleNoSync(owner, evalWriteSyncedNoRetryAsync(getRawName(),
                 LongCodec.INSTANCE, RedisCommands.EVAL_LONG, TRY_SCRIPT, List.<Object>of(getRawName()), leaseMillis,
-                getLockName(owner)))).toCompletableFuture().thenApply(ttl -> {
-                    if (ttl == null) {
-                        // as Redisson's try does: the lease a re-entrant release renews the hash with
-                        internalLockLeaseTime = leaseMillis;
-                    }
-                    return ttl;
-                });
+                getLockName(owner)))).toCompletableFuture();
     }
 }

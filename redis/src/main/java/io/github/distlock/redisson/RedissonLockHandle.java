@@ -135,12 +135,18 @@ final class RedissonLockHandle implements LockHandle {
         if (monitor != null) {
             monitor.unwatch(this);
         }
-        evictions.forget(key, this);
         state.compareAndSet(HELD, RELEASING);
         // The unlock script checks the owner: it never deletes another holder's lock, and reports a lock this owner
         // no longer holds as IllegalMonitorStateException. Being asynchronous, it is not cut short when the guarded
         // code left the thread interrupted.
-        return kind.release(this);
+        try {
+            return kind.release(this);
+        }
+        finally {
+            // after the release is sent, while it travels: the caller waits for its answer, not for this. An eviction
+            // message read meanwhile reports nothing: the handle left HELD above, and the release reports what it finds
+            evictions.forget(key, this);
+        }
     }
 
     /**
