@@ -44,9 +44,9 @@ public final class LockContext {
      * release waits for the end of its transaction ({@code deferred}): their calls have returned, but a later call in
      * the same transaction must not wait for itself on them. Cleared when the transaction ends.
      *
-     * <p>One thread-local for both, set only while either is non-empty (removed as soon as both are empty): a thread
-     * that holds nothing answers every question here with one {@code ThreadLocal} read, which is the cost of every
-     * lock call that is not nested.
+     * <p>One thread-local for both, set only while either is non-empty (back to {@code null} as soon as both are
+     * empty): a thread that holds nothing answers every question here with one {@code ThreadLocal} read, which is the
+     * cost of every lock call that is not nested.
      */
     private static final class Held {
 
@@ -218,7 +218,11 @@ public final class LockContext {
     /** Keeps the invariant of {@link Held}: a thread that holds nothing has no thread-local value. */
     private static void forgetIfEmpty(Held held) {
         if (held.frames == null && held.deferred == null) {
-            HELD.remove();
+            // null, not remove(): the thread's next call reads HELD first, and a get() after remove() puts the entry
+            // back (a new WeakReference) while remove() cleared the old one through a native call: both on every lock
+            // call, on the caller's path. The entry left behind holds nothing (its key is weak, its value null), so it
+            // keeps no class of ours alive on a pooled thread either.
+            HELD.set(null);
         }
     }
 
