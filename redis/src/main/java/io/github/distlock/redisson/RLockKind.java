@@ -103,8 +103,9 @@ final class RLockKind implements RedisLockKind {
             result.complete(null);
             return;
         }
-        RedissonLockHandle handle = provider.handle(this, request, lock, owner,
-                provider.ownerField(request.type(), owner), leaseMillis);
+        // no owner field: this runs on the event loop before the caller is woken, and only a watchdog, a fencing token
+        // or an inspection asks for it (the handle builds it then)
+        RedissonLockHandle handle = provider.handle(this, request, lock, owner, null, leaseMillis);
         provider.completeHandle(request, handle, result);
     }
 

@@ -15,7 +15,15 @@ final class RedissonLockHandle implements LockHandle {
     private final String key;
     private final RLock lock;
     private final long owner;
-    private final String ownerField;
+    /**
+     * The hash field this owner writes; {@code null} until first asked for when the kind did not need it to acquire
+     * ({@code REENTRANT}, {@code READ}, {@code WRITE}): a fixed unfenced lock never asks, and building it (client id,
+     * owner id) on the event loop would delay the caller's wake-up. Any thread may build it: the value is always equal.
+     */
+    private volatile String ownerField;
+    /** Builds {@link #ownerField} when it is first asked for. */
+    private final RedissonLockProvider provider;
+    private final io.github.distlock.LockType type;
     private final long leaseMillis;
     /** How this lock is released, renewed and checked: the kind it was acquired as. */
     private final RedisLockKind kind;
@@ -47,9 +55,13 @@ final class RedissonLockHandle implements LockHandle {
     /** The renewal chunks it goes in, set when first watched; {@code null} for a lock the monitor asks alone. */
     volatile LeaseMonitor.Group renewalGroup;
 
+    /** {@code ownerField} may be {@code null}: it is then built from the provider when first asked for. */
     RedissonLockHandle(RedisLockKind kind, FencingTokens tokens, String key, RLock lock, long owner, String ownerField,
-            long leaseMillis, LeaseMonitor monitor, Evictions evictions) {
+            RedissonLockProvider provider, io.github.distlock.LockType type, long leaseMillis, LeaseMonitor monitor,
+            Evictions evictions) {
         this.kind = kind;
+        this.provider = provider;
+        this.type = type;
         this.tokens = tokens;
         this.key = key;
         this.evictions = evictions;
@@ -73,7 +85,12 @@ final class RedissonLockHandle implements LockHandle {
     }
 
     String ownerField() {
-        return ownerField;
+        String field = ownerField;
+        if (field == null) {
+            field = provider.ownerField(type, owner);
+            ownerField = field;
+        }
+        return field;
     }
 
     long leaseMillis() {
@@ -99,7 +116,7 @@ final class RedissonLockHandle implements LockHandle {
     }
 
     CompletableFuture<Long> issueToken() {
-        return tokens.issue(lock, ownerField).thenApply(token -> {
+        return tokens.issue(lock, ownerField()).thenApply(token -> {
             if (token >= 0) {
                 fencingToken = token;
             }

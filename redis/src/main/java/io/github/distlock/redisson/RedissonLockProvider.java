@@ -220,11 +220,14 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
         return rlocks;
     }
 
-    /** A handle of {@code kind}, watched by the lease monitor when the request renews by watchdog. */
+    /**
+     * A handle of {@code kind}, watched by the lease monitor when the request renews by watchdog; {@code ownerField}
+     * {@code null} when the kind did not need it: the handle builds it if it is ever asked for.
+     */
     RedissonLockHandle handle(RedisLockKind kind, LockRequest request, RLock lock, long owner, String ownerField,
             long leaseMillis) {
-        return new RedissonLockHandle(kind, tokens, request.key(), lock, owner, ownerField, leaseMillis,
-                request.watchdog() ? monitor : null, evictions);
+        return new RedissonLockHandle(kind, tokens, request.key(), lock, owner, ownerField, this, request.type(),
+                leaseMillis, request.watchdog() ? monitor : null, evictions);
     }
 
     /** Hands out {@code handle}, after issuing its token when the request is fenced. */
