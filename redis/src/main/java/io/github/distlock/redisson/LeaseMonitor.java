@@ -70,7 +70,10 @@ final class LeaseMonitor implements AutoCloseable {
      * ({@code :write} for a writer, else empty), {@code r} for readers (else empty), and the owner ids, one per key in
      * KEYS' order, joined by commas: a key's owner field is head, owner id, tail. A reader's hold has a timeout key of
      * its own per entry that Redisson's read-lock scripts read ({@code <hash>:<field>:rwlock_timeout:<n>}, the hash's
-     * name being braced), extended with it as Redisson's read-lock renewal does. Returns the (1-based) positions of the
+     * name being braced), extended with it as Redisson's read-lock renewal does. A read/write hash, a writer's too, is
+     * extended only when its time to live is shorter: its readers, the writer's own among them, may hold longer fixed
+     * leases, and a writer that shortened the hash would let another writer in while they still read. Returns the
+     * (1-based) positions of the
      * keys whose owner field was missing; an error when the owners do not match the keys one for one (nothing is
      * confirmed then).
      *
@@ -82,6 +85,7 @@ final class LeaseMonitor implements AutoCloseable {
     static final String RENEW_SCRIPT = """
             local lost = {}
             local head, millis, tail, reader = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == 'r'
+            local shared = reader or tail ~= ''
             local i = 0
             for owner in string.gmatch(ARGV[5], '[^,]+') do
               i = i + 1
@@ -90,14 +94,14 @@ final class LeaseMonitor implements AutoCloseable {
               local count = redis.pcall('hget', KEYS[i], field)
               if count and type(count) ~= 'table' then
                 if millis > 0 then
-                  if not reader then
+                  if not shared then
                     redis.call('pexpire', KEYS[i], ARGV[2])
-                  else
-                    -- a reader shares the hash with other readers, whose leases may be longer (a fixed lease): never
-                    -- shorten the hash's life
-                    if redis.call('pttl', KEYS[i]) < millis then
-                      redis.call('pexpire', KEYS[i], ARGV[2])
-                    end
+                  elseif redis.call('pttl', KEYS[i]) < millis then
+                    -- a read/write hash is shared with readers (the writer's own too), whose leases may be longer (a
+                    -- fixed lease): never shorten its life
+                    redis.call('pexpire', KEYS[i], ARGV[2])
+                  end
+                  if reader then
                     for n = tonumber(count), 1, -1 do
                       redis.call('pexpire', KEYS[i] .. ':' .. field .. ':rwlock_timeout:' .. n, ARGV[2])
                     end
@@ -137,7 +141,6 @@ final class LeaseMonitor implements AutoCloseable {
     private final long answerTimeoutMillis;
     private final ChunkSender sender;
     /** Every owner field this monitor renews starts with it: {@code <client id>:}. */
-    private final String fieldHead;
     private final byte[] fieldHeadBytes;
     /** The Redis Cluster slot of a key; {@code null} when every key may go in one script. */
     private final ToIntFunction<String> slots;
@@ -159,7 +162,6 @@ final class LeaseMonitor implements AutoCloseable {
         this.periodMillis = Math.max(1, watchdogTimeoutMillis / 3);
         this.answerTimeoutMillis = answerTimeoutMillis(watchdogTimeoutMillis);
         this.sender = sender;
-        this.fieldHead = fieldHead;
         this.fieldHeadBytes = fieldHead.getBytes(StandardCharsets.UTF_8);
         this.slots = slots;
     }
@@ -262,7 +264,16 @@ final class LeaseMonitor implements AutoCloseable {
             for (Map.Entry<Group, List<RedissonLockHandle>> group : batched.entrySet()) {
                 List<RedissonLockHandle> handles = group.getValue();
                 for (int from = 0; from < handles.size(); from += CHUNK) {
-                    pending.add(chunk(group.getKey(), handles.subList(from, Math.min(handles.size(), from + CHUNK))));
+                    List<RedissonLockHandle> part = handles.subList(from, Math.min(handles.size(), from + CHUNK));
+                    try {
+                        pending.add(chunk(group.getKey(), part));
+                    }
+                    catch (RuntimeException ex) {
+                        // asked again next period, reported once unconfirmed for a whole timeout: never left marked
+                        // as on their way, which would keep them out of every later chunk
+                        part.forEach(handle -> handle.checking = false);
+                        logger.error("Building a renewal chunk failed; will retry", ex);
+                    }
                 }
             }
             sendPending();
@@ -291,18 +302,15 @@ final class LeaseMonitor implements AutoCloseable {
     }
 
     /**
-     * The chunk group of a lock renewed in chunks, found once when it is first watched: its owner field must be this
-     * monitor's head, its owner id and a tail, as the script rebuilds it from those.
+     * The chunk group of a lock renewed in chunks, found once when it is first watched. The script rebuilds the owner
+     * field from the head, the owner id and the tail, as {@link RedissonLockProvider#ownerField} builds it; the slot
+     * is the mapped name's, the key the script is sent under (Redisson maps KEYS through the client's
+     * {@code NameMapper}, which may move a key to another slot).
      */
     private Group group(RedissonLockHandle handle, long millis) {
         boolean reader = handle.lock() instanceof org.redisson.RedissonReadLock;
         String tail = (handle.lock() instanceof org.redisson.RedissonWriteLock) ? ":write" : "";
-        if (!handle.ownerField().equals(fieldHead + handle.owner() + tail)) {
-            // a programming error, found at the first lock: the script would renew another field, or none
-            throw new IllegalStateException("Owner field '" + handle.ownerField() + "' of lock '" + handle.lock().getName()
-                    + "' is not '" + fieldHead + "' + owner id + '" + tail + "': the renewal script cannot rebuild it");
-        }
-        int slot = (slots == null) ? 0 : slots.applyAsInt(handle.lock().getName());
+        int slot = (slots == null) ? 0 : slots.applyAsInt(((org.redisson.RedissonObject) handle.lock()).getRawName());
         return new Group(slot, millis, tail, reader);
     }
 
@@ -383,7 +391,14 @@ final class LeaseMonitor implements AutoCloseable {
         boolean[] gone = new boolean[chunk.size()];
         if (failure == null && notHeld != null) {
             for (Object position : notHeld) {
-                gone[Integer.parseInt(String.valueOf(position)) - 1] = true;
+                int index = (position instanceof Number number) ? number.intValue() - 1 : -1;
+                if (index < 0 || index >= gone.length) {
+                    // not what the script answers: trust none of it, as for a failed chunk
+                    failure = new IllegalStateException("renewal script answered position " + position + " for "
+                            + chunk.size() + " keys");
+                    break;
+                }
+                gone[index] = true;
             }
         }
         for (int i = 0; i < chunk.size(); i++) {

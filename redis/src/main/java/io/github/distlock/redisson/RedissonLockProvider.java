@@ -257,17 +257,7 @@ public class RedissonLockProvider implements LockProvider, LockInspector, AutoCl
      * caller stopped waiting for is released.
      */
     void complete(CompletableFuture<LockHandle> result, RedissonLockHandle handle) {
-        boolean watched;
-        try {
-            watched = handle.monitor == null || monitor.watch(handle);
-        }
-        catch (RuntimeException ex) {
-            // a lock the monitor cannot renew must not be handed out
-            handle.releaseAsync();
-            result.completeExceptionally(ex);
-            return;
-        }
-        if (!watched) {
+        if (handle.monitor != null && !monitor.watch(handle)) {
             // granted as the provider closed: nothing would renew it, so nobody may hold it
             handle.releaseAsync();
             result.completeExceptionally(new IllegalStateException("The Redis lock provider closed while lock '"

@@ -145,6 +145,24 @@ class ThousandsOfWatchdogLocksStayHeldAndLossesAreReportedTest {
         client.getKeys().delete("mismatch:a", "mismatch:b");
     }
 
+    @Test
+    void aWritersRenewalNeverShortensTheLongerLeaseOfItsOwnReadHold() {
+        LockOwner owner = LockOwner.next();
+        LockHandle write = provider.acquire(new LockRequest("rw-renewal", 0, 0, false, LockType.WRITE, owner))
+                .orTimeout(10, TimeUnit.SECONDS).join();
+        // the same owner reads the key it writes, with a fixed lease ten watchdog timeouts long
+        LockHandle read = provider.acquire(new LockRequest("rw-renewal", 0, TimeUnit.SECONDS.toNanos(10), false,
+                LockType.READ, owner)).orTimeout(10, TimeUnit.SECONDS).join();
+        assertThat(write).isNotNull();
+        assertThat(read).isNotNull();
+        String hash = LockKeys.readWriteKey("rw-renewal");
+        // the writer's renewals (every third of the watchdog timeout) must leave the reader's longer lease on the hash
+        await().pollInterval(Duration.ofMillis(50)).during(WATCHDOG.multipliedBy(2)).atMost(WATCHDOG.multipliedBy(4))
+                .until(() -> client.getKeys().remainTimeToLive(hash) > 5_000);
+        write.releaseAsync().join();
+        read.releaseAsync().join();
+    }
+
     private static byte[] bytes(String text) {
         return text.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     }

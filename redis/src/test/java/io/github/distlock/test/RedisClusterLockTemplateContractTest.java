@@ -81,6 +81,60 @@ class RedisClusterLockTemplateContractTest extends LockTemplateContractTest {
         }
     }
 
+    /**
+     * A client whose {@code NameMapper} moves keys to other slots: the renewal groups keys by the slot of the name they
+     * are sent under (the mapped one), so no chunk spans slots; 1,500 keys put some 70 pairs in one slot before
+     * mapping and in two after. Every lock stays held over three watchdog timeouts and none is reported lost.
+     */
+    @Test
+    void watchdogLocksOfAClientWhoseNameMapperMovesKeysToOtherSlotsStayHeld() {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(RedissonLockProviderContractTest.WATCHDOG.toMillis());
+        config.setNameMapper(new org.redisson.config.NameMapper() {
+            @Override
+            public String map(String name) {
+                return "app:" + name;
+            }
+
+            @Override
+            public String unmap(String name) {
+                return name.startsWith("app:") ? name.substring(4) : name;
+            }
+        });
+        config.useClusterServers().addNodeAddress(redis.cluster().nodeUris().toArray(String[]::new)).setTimeout(10_000);
+        RedissonClient mapped = Redisson.create(config);
+        int count = 1_500;
+        try (RedissonLockProvider provider = new RedissonLockProvider(mapped)) {
+            java.util.Set<String> lost = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            List<java.util.concurrent.CompletableFuture<io.github.distlock.spi.LockHandle>> acquisitions =
+                    new java.util.ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                acquisitions.add(provider.acquire(new io.github.distlock.spi.LockRequest("nm:" + i, 0, 0, false,
+                        LockType.REENTRANT, io.github.distlock.spi.LockOwner.next())));
+            }
+            List<io.github.distlock.spi.LockHandle> held = new java.util.ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                io.github.distlock.spi.LockHandle handle = acquisitions.get(i)
+                        .orTimeout(30, java.util.concurrent.TimeUnit.SECONDS).join();
+                String key = "nm:" + i;
+                handle.whenLost(reason -> lost.add(key + ": " + reason));
+                held.add(handle);
+            }
+            Duration watchdog = RedissonLockProviderContractTest.WATCHDOG;
+            org.awaitility.Awaitility.await().pollInterval(Duration.ofMillis(100)).during(watchdog.multipliedBy(3))
+                    .atMost(watchdog.multipliedBy(6)).until(lost::isEmpty);
+            // under their mapped names, seen through a client without the mapper
+            for (int i = 0; i < count; i += 7) {
+                org.assertj.core.api.Assertions.assertThat(client.getKeys().remainTimeToLive("app:nm:" + i))
+                        .as("app:nm:" + i).isPositive();
+            }
+            held.forEach(handle -> handle.releaseAsync().join());
+        }
+        finally {
+            mapped.shutdown();
+        }
+    }
+
     /** As on a single server: see RedissonLockTemplateContractTest#aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker. */
     @Test
     void aFairLockReleasedAfterItsMinimumHoldWakesTheNextReentrantTaker() throws Exception {
