@@ -73,14 +73,13 @@ final class LeaseMonitor implements AutoCloseable {
      * name being braced), extended with it as Redisson's read-lock renewal does. A read/write hash, a writer's too, is
      * extended only when its time to live is shorter: its readers, the writer's own among them, may hold longer fixed
      * leases, and a writer that shortened the hash would let another writer in while they still read. Returns the
-     * (1-based) positions of the
-     * keys whose owner field was missing; an error when the owners do not match the keys one for one (nothing is
-     * confirmed then).
+     * (1-based) positions of the keys whose owner field was missing; an error when the owners do not match the keys
+     * one for one (nothing is confirmed then).
      *
      * <p>The owners travel in one argument, not one each: per key the client encodes a few digits, not a field of 40
-     * characters, and one argument per chunk goes through Redisson's encoding. Measured on one server (10^5 keys,
-     * chunks of 500): 5.2 µs of server CPU per renewed key, against 6.8 for the former three arguments per key, 4.8
-     * for one full field per key, and 5.2 for Redisson's own renewal script.
+     * characters, and one argument per chunk goes through Redisson's encoding. Redis spends about what Redisson's own
+     * renewal script costs per key, and about a quarter less than with the former three arguments per key
+     * ({@code benchmarks/scripts/renewal_cost.py}).
      */
     static final String RENEW_SCRIPT = """
             local lost = {}
@@ -396,6 +395,7 @@ final class LeaseMonitor implements AutoCloseable {
                     // not what the script answers: trust none of it, as for a failed chunk
                     failure = new IllegalStateException("renewal script answered position " + position + " for "
                             + chunk.size() + " keys");
+                    logger.warn("Renewal chunk answer not understood; its locks are asked again next period", failure);
                     break;
                 }
                 gone[index] = true;
